@@ -1,0 +1,81 @@
+"""The ``ctxlab`` command: headless experiments and the course tools.
+
+    ctxlab staircase [--gammas ...] [--seeds N] [--steps N] [--device D] [--out DIR] [--json PATH]
+    ctxlab build [--check] [NAMES ...]
+    ctxlab grade NOTEBOOK
+    ctxlab doctor
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def _staircase(args: argparse.Namespace) -> int:
+    from ctxlab.experiments import run_staircase_command
+
+    return run_staircase_command(args)
+
+
+def _build(args: argparse.Namespace) -> int:
+    from ctxlab.course import build
+
+    return build(check=args.check, names=args.names)
+
+
+def _grade(args: argparse.Namespace) -> int:
+    from ctxlab.course import grade
+
+    return grade(args.notebook)
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    from ctxlab.env import doctor
+
+    doctor()
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="ctxlab", description="The Context Staircase course: experiments and course tools.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("staircase", help="train Emb-MLP on the hierarchy task over a gamma grid; figure + JSON")
+    s.add_argument("--gammas", type=float, nargs="+", default=[0.5, 1.0, 1.5], help="init-scale exponents")
+    s.add_argument("--seeds", type=int, default=3, help="seeds per gamma")
+    s.add_argument("--steps", type=int, default=None, help="GD steps (default: from the profile)")
+    s.add_argument("--lr", type=float, default=1.0, help="learning rate of plain gradient descent")
+    s.add_argument("--optimizer", default="gd", help="gd, sgd or adam")
+    s.add_argument("--device", default="auto", help="cpu, cuda, cuda:N, mps or auto")
+    s.add_argument("--out", default="figs", help="folder for the figure")
+    s.add_argument("--json", default=None, help="write the numbers to this JSON file")
+    s.add_argument("--profile", choices=["quick", "full"], default=None, help="override CTXLAB_PROFILE")
+    s.add_argument("--no-progress", action="store_true", help="no progress bar")
+    s.set_defaults(func=_staircase)
+
+    b = sub.add_parser("build", help="build lesson, exercise and solution notebooks from their sources")
+    b.add_argument("--check", action="store_true", help="fail if a committed notebook differs from its source")
+    b.add_argument("names", nargs="*", help="only these sources (e.g. 01_signatures)")
+    b.set_defaults(func=_build)
+
+    g = sub.add_parser("grade", help="run an exercise notebook on a fresh kernel and print a score table")
+    g.add_argument("notebook")
+    g.set_defaults(func=_grade)
+
+    d = sub.add_parser("doctor", help="print versions, device and profile")
+    d.set_defaults(func=_doctor)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except (ValueError, RuntimeError, FileNotFoundError) as err:
+        print(f"ctxlab {args.command}: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,105 @@
+"""Where the code runs: device choice, seeding, scale profile, and a ``doctor()`` report."""
+
+from __future__ import annotations
+
+import os
+import platform
+import random
+import sys
+
+PROFILES = ("quick", "full")
+PROFILE_VARIABLE = "CTXLAB_PROFILE"
+
+
+def in_colab() -> bool:
+    """True inside Google Colab (its kernel imports ``google.colab``)."""
+    return "google.colab" in sys.modules
+
+
+def in_binder() -> bool:
+    """True on mybinder.org, which sets ``BINDER_SERVICE_HOST`` in every pod."""
+    return "BINDER_SERVICE_HOST" in os.environ or "BINDER_LAUNCH_HOST" in os.environ
+
+
+def in_ci() -> bool:
+    """True under continuous integration, where progress bars stay silent."""
+    return os.environ.get("CI", "").lower() not in ("", "0", "false")
+
+
+def device(name: str | None = None):
+    """Return a ``torch.device``: the one named, else cuda > mps > cpu.
+
+    Raises ``ValueError`` for a name torch does not know and ``RuntimeError`` when the named
+    accelerator is not available here, so a typo fails at once instead of deep in training.
+    """
+    import torch
+
+    if name is None or name == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    if isinstance(name, torch.device):
+        name = str(name)
+    kind = name.split(":")[0]
+    if kind not in ("cpu", "cuda", "mps"):
+        raise ValueError(f"unknown device {name!r}: use 'cpu', 'cuda', 'cuda:N', 'mps' or 'auto'")
+    if kind == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError(f"device {name!r} asked for, but torch sees no CUDA GPU here; use 'cpu' or 'auto'")
+    if kind == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
+        raise RuntimeError("device 'mps' asked for, but this machine has no Apple GPU; use 'cpu' or 'auto'")
+    return torch.device(name)
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python, NumPy and torch so that a re-run reproduces a lesson's numbers."""
+    import numpy as np
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def profile() -> str:
+    """The scale profile: ``quick`` on a CPU and in CI, ``full`` on a GPU.
+
+    ``CTXLAB_PROFILE=quick|full`` overrides the guess.
+    """
+    chosen = os.environ.get(PROFILE_VARIABLE)
+    if chosen:
+        if chosen not in PROFILES:
+            raise ValueError(f"{PROFILE_VARIABLE}={chosen!r}: expected one of {PROFILES}")
+        return chosen
+    if in_ci():
+        return "quick"
+    return "full" if device().type == "cuda" else "quick"
+
+
+def progress_enabled(progress: bool | None = None) -> bool:
+    """Whether to draw progress bars: on unless asked off, and always off under CI."""
+    if in_ci():
+        return False
+    return True if progress is None else bool(progress)
+
+
+def doctor(file=None) -> dict:
+    """Print (and return) where the course runs: versions, device, profile and host."""
+    import numpy as np
+    import torch
+
+    import ctxlab
+
+    host = "colab" if in_colab() else "binder" if in_binder() else "ci" if in_ci() else "local"
+    report = {
+        "ctxlab": ctxlab.__version__,
+        "python": platform.python_version(),
+        "torch": torch.__version__.split("+")[0],
+        "numpy": np.__version__,
+        "device": device().type,
+        "profile": profile(),
+        "host": host,
+    }
+    print("ctxlab doctor: " + ", ".join(f"{k}={v}" for k, v in report.items()), file=file)
+    return report
