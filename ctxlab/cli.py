@@ -1,7 +1,7 @@
 """The ``ctxlab`` command: headless experiments and the course tools.
 
     ctxlab staircase [--gammas ...] [--seeds N] [--steps N] [--device D] [--out DIR] [--json PATH]
-    ctxlab build [--check] [NAMES ...]
+    ctxlab build [--check] [--force] [NAMES ...]
     ctxlab grade NOTEBOOK
     ctxlab doctor
 """
@@ -21,7 +21,7 @@ def _staircase(args: argparse.Namespace) -> int:
 def _build(args: argparse.Namespace) -> int:
     from ctxlab.course import build
 
-    return build(check=args.check, names=args.names)
+    return build(check=args.check, names=args.names, force=args.force)
 
 
 def _grade(args: argparse.Namespace) -> int:
@@ -56,6 +56,7 @@ def parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser("build", help="build lesson, exercise and solution notebooks from their sources")
     b.add_argument("--check", action="store_true", help="fail if a committed notebook differs from its source")
+    b.add_argument("--force", action="store_true", help="re-execute lessons even when their source is unchanged")
     b.add_argument("names", nargs="*", help="only these sources (e.g. 01_signatures)")
     b.set_defaults(func=_build)
 

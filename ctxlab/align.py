@@ -1,0 +1,239 @@
+"""How well an embedding matrix lines up with a signature, and when the loss takes each stair.
+
+All metrics compare token x token structure, so they ignore the (arbitrary) basis of the
+embedding space. Each takes E [..., V, d] (any leading axes, e.g. models x steps) and a
+signature S [V, m] (or a :class:`~ctxlab.signatures.Signature`) and returns [...]:
+
+* :func:`cka` -- linear CKA of the centred Gram matrices (the standard metric).
+* :func:`rsa` -- Spearman correlation of the off-diagonal cosine similarities.
+* :func:`subspace_fraction` -- share of ||E||^2 inside the token-space span of S (chance:
+  rank / (V - 1)); it separates the orders most sharply.
+* :func:`ridge_r2` -- leave-one-token-out R^2 of predicting E from S with ridge regression.
+
+:func:`permutation_baseline` scores shuffled signatures, which is the level to beat.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from ctxlab.signatures import Signature
+
+
+def _matrix(S) -> Tensor:
+    return S.matrix if isinstance(S, Signature) else torch.as_tensor(S)
+
+
+def _prepare(E: Tensor, S, tokens) -> tuple[Tensor, Tensor]:
+    E = torch.as_tensor(E).to(torch.float64)
+    S = _matrix(S).to(torch.float64)
+    if E.ndim < 2 or S.ndim != 2:
+        raise ValueError(f"expected E [..., V, d] and S [V, m], got {tuple(E.shape)} and {tuple(S.shape)}")
+    if E.shape[-2] != S.shape[0]:
+        raise ValueError(
+            f"E has {E.shape[-2]} token rows but the signature has {S.shape[0]}: they must describe the same vocabulary"
+        )
+    if tokens is not None:
+        idx = torch.as_tensor(tokens, dtype=torch.long)
+        E, S = E[..., idx, :], S[idx]
+    if E.shape[-2] < 3:
+        raise ValueError("alignment needs at least 3 tokens")
+    return E - E.mean(-2, keepdim=True), S - S.mean(0, keepdim=True)
+
+
+def _gram(M: Tensor) -> Tensor:
+    return M @ M.transpose(-1, -2)
+
+
+def cka(E, S, tokens=None) -> Tensor:
+    """Linear CKA = <Gc_E, Gc_S> / (||Gc_E|| ||Gc_S||) with token-centred Gram matrices; in [0, 1]."""
+    E, S = _prepare(E, S, tokens)
+    ge, gs = _gram(E), _gram(S)
+    num = (ge * gs).sum((-1, -2))
+    den = torch.linalg.matrix_norm(ge) * torch.linalg.matrix_norm(gs)
+    return (num / den.clamp_min(1e-300)).float()
+
+
+def _cosine(M: Tensor) -> Tensor:
+    unit = M / M.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+    return _gram(unit)
+
+
+def _ranks(v: Tensor) -> Tensor:
+    return v.argsort(-1).argsort(-1).to(v.dtype)
+
+
+def rsa(E, S, tokens=None) -> Tensor:
+    """Spearman correlation between the off-diagonal cosine similarities of E and of S (raw rows)."""
+    E = torch.as_tensor(E).to(torch.float64)
+    S = _matrix(S).to(torch.float64)
+    _prepare(E, S, tokens)  # validates shapes
+    if tokens is not None:
+        idx = torch.as_tensor(tokens, dtype=torch.long)
+        E, S = E[..., idx, :], S[idx]
+    V = S.shape[0]
+    upper = torch.triu_indices(V, V, offset=1)
+    ce = _cosine(E)[..., upper[0], upper[1]]
+    cs = _cosine(S)[upper[0], upper[1]]
+    re, rs = _ranks(ce), _ranks(cs)
+    re, rs = re - re.mean(-1, keepdim=True), rs - rs.mean()
+    return ((re * rs).sum(-1) / (re.norm(dim=-1) * rs.norm()).clamp_min(1e-300)).float()
+
+
+def signature_rank(S, tol: float = 1e-6) -> int:
+    """Rank of the token-centred signature: the dimension of the token-space span it defines."""
+    _, Sc = _prepare(torch.zeros(_matrix(S).shape[0], 1), S, None)
+    sv = torch.linalg.svdvals(Sc)
+    return int((sv > tol * sv.max().clamp_min(1e-300)).sum())
+
+
+def subspace_fraction(E, S, tokens=None, tol: float = 1e-6) -> Tensor:
+    """||P_S E||^2 / ||E||^2 after centring, P_S projecting onto the token-space span of S.
+
+    A random E scores rank(S) / (V - 1) on average.
+    """
+    E, S = _prepare(E, S, tokens)
+    U, sv, _ = torch.linalg.svd(S, full_matrices=False)
+    U = U[:, sv > tol * sv.max().clamp_min(1e-300)]
+    inside = (U.transpose(0, 1) @ E).pow(2).sum((-1, -2))
+    return (inside / E.pow(2).sum((-1, -2)).clamp_min(1e-300)).float()
+
+
+def ridge_r2(E, S, tokens=None, alpha: float = 1e-3) -> Tensor:
+    """Leave-one-token-out R^2 of the ridge fit E ~ S A (kernel form, exact LOO residuals).
+
+    alpha is relative to the mean eigenvalue of S S^T, so it does not depend on the scale of S.
+    """
+    E, S = _prepare(E, S, tokens)
+    K = _gram(S)
+    V = K.shape[0]
+    lam = alpha * torch.trace(K) / V
+    hat = K @ torch.linalg.inv(K + lam * torch.eye(V, dtype=K.dtype))
+    resid = (torch.eye(V, dtype=K.dtype) - hat) @ E
+    loo = resid / (1 - torch.diagonal(hat)).clamp_min(1e-12)[:, None]
+    return (1 - loo.pow(2).sum((-1, -2)) / E.pow(2).sum((-1, -2)).clamp_min(1e-300)).float()
+
+
+METRICS: dict[str, Callable[..., Tensor]] = {
+    "cka": cka,
+    "rsa": rsa,
+    "subspace": subspace_fraction,
+    "ridge": ridge_r2,
+}
+
+
+def metric(name: str) -> Callable[..., Tensor]:
+    if name not in METRICS:
+        raise ValueError(f"unknown alignment metric {name!r}; choose one of {sorted(METRICS)}")
+    return METRICS[name]
+
+
+def permutation_baseline(name: str, E, S, n: int = 200, seed: int = 0, tokens=None) -> Tensor:
+    """Scores of E against ``n`` row-shuffled copies of S: [n, ...]. Beat its upper quantiles."""
+    fn = metric(name)
+    S = _matrix(S)
+    if tokens is not None:
+        idx = torch.as_tensor(tokens, dtype=torch.long)
+        E, S = torch.as_tensor(E)[..., idx, :], S[idx]
+    g = torch.Generator().manual_seed(seed)
+    return torch.stack([fn(E, S[torch.randperm(S.shape[0], generator=g)]) for _ in range(n)])
+
+
+def align_trajectory(traj, signatures, metric_name: str = "cka", tokens=None, relative_to_init: bool = False) -> dict[str, Tensor]:
+    """Alignment of every recorded embedding with each signature: name -> [K, T].
+
+    ``signatures`` is a list of Signature (keyed by ``.name``) or a dict name -> matrix.
+    ``relative_to_init`` scores E(t) - E(0), which matters at standard init where E(0) is large.
+    """
+    fn = metric(metric_name)
+    items = signatures.items() if isinstance(signatures, dict) else [(s.name, s) for s in signatures]
+    E = traj.embeddings
+    if relative_to_init:
+        E = E - E[:, :1]
+    return {name: fn(E, S, tokens=tokens) for name, S in items}
+
+
+def role_norms(traj, roles: Sequence[str]) -> dict[str, Tensor]:
+    """Mean embedding norm of the tokens of each role over training: role -> [K, T]."""
+    out = {}
+    for role in dict.fromkeys(roles):
+        idx = torch.tensor([i for i, r in enumerate(roles) if r == role])
+        out[role] = traj.embeddings[:, :, idx].norm(dim=-1).mean(-1)
+    return out
+
+
+def crossing_step(steps: Tensor, curve: Tensor, level: float, below: bool = True) -> Tensor:
+    """First recorded step where ``curve`` [..., T] goes below (or above) ``level``; -1 if never."""
+    hit = curve < level if below else curve > level
+    first = torch.where(hit.any(-1), hit.float().argmax(-1), torch.full(hit.shape[:-1], -1))
+    return torch.where(first >= 0, steps[first.clamp_min(0)], torch.full_like(first, -1))
+
+
+def onset_step(steps: Tensor, curve: Tensor, fraction: float = 0.5) -> Tensor:
+    """First step where ``curve`` [..., T] has covered ``fraction`` of its way from start to end."""
+    start, end = curve[..., :1], curve[..., -1:]
+    level = start + fraction * (end - start)
+    rising = (end > start).squeeze(-1)
+    hit = torch.where(rising[..., None], curve >= level, curve <= level)
+    first = hit.float().argmax(-1)
+    return steps[first]
+
+
+def stair_onsets(steps: Tensor, loss: Tensor, levels: Sequence[float]) -> Tensor:
+    """Onset of stair k (k = 1..len(levels)-1): first step with loss < (H_{k-1} + H_k) / 2.
+
+    loss: [..., T]; returns [..., len(levels) - 1] steps, -1 where the stair was never reached.
+    """
+    mids = [(a + b) / 2 for a, b in zip(levels[:-1], levels[1:])]
+    return torch.stack([crossing_step(steps, loss, m) for m in mids], dim=-1)
+
+
+@dataclass(frozen=True)
+class Plateau:
+    """A stretch of training where the loss stays flat: first and last step, and its mean level."""
+
+    start: int
+    stop: int
+    level: float
+
+    @property
+    def length(self) -> int:
+        return self.stop - self.start
+
+
+def find_plateaus(steps: Tensor, loss: Tensor, flat: float = 3e-4, min_steps: int = 30) -> list[Plateau]:
+    """Every run of at least ``min_steps`` steps where a 1-d loss moves by < ``flat`` nats per step.
+
+    Stairs often come with short sub-levels (a model may learn *whether* a context token matters
+    before *how*), so a curve can have more plateaus than the order ladder has rungs.
+    """
+    at = steps.to(torch.float64)
+    slope = (loss[1:] - loss[:-1]).abs().to(torch.float64) / (at[1:] - at[:-1])
+    plateaus, begin = [], None
+    for i, is_flat in enumerate((slope < flat).tolist() + [False]):
+        if is_flat and begin is None:
+            begin = i
+        elif not is_flat and begin is not None:
+            if int(steps[i] - steps[begin]) >= min_steps:
+                plateaus.append(Plateau(int(steps[begin]), int(steps[i]), float(loss[begin : i + 1].mean())))
+            begin = None
+    return plateaus
+
+
+def match_plateaus(plateaus: Sequence[Plateau], levels: Sequence[float]) -> list[Plateau | None]:
+    """For each predicted level H_k, the found plateau nearest to it among those in its band.
+
+    The band of H_k runs between the midpoints to its neighbours, so a plateau is never
+    credited to a stair whose neighbours explain it better. None where no plateau lies in the band.
+    """
+    matched = []
+    for k, level in enumerate(levels):
+        upper = (levels[k - 1] + level) / 2 if k > 0 else float("inf")
+        lower = (level + levels[k + 1]) / 2 if k + 1 < len(levels) else float("-inf")
+        inside = [p for p in plateaus if lower <= p.level < upper]
+        matched.append(min(inside, key=lambda p: abs(p.level - level)) if inside else None)
+    return matched

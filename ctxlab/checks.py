@@ -1,0 +1,347 @@
+"""Exercise checks: each runs the learner's function on visible and hidden cases.
+
+A check compares what the learner's function returns with the library's reference within a
+stated tolerance, prints exactly ``PASS <check name>`` when every case agrees, and otherwise
+raises ``AssertionError``. The message's first line names the case and what went wrong (the
+score table of ``ctxlab grade`` shows that line); the next lines give expected vs got.
+Visible cases are the ones the exercise shows; hidden ones use other tasks, sizes, sampled
+data and non-uniform weights, so an answer that only fits the example does not pass.
+
+Adding a check for a new exercise is a few lines: build a list of :class:`Case`, pick a
+comparison (:func:`tensor_close`, :func:`number_close`, :func:`integer_equal`) and a few
+:class:`Diagnosis` entries for the mistakes learners make, then call :func:`run_check`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import torch
+from torch import Tensor
+
+from ctxlab.signatures import conditional_entropy, joint, label_signature
+from ctxlab.tasks import Dataset, hierarchy_task, xor_task
+
+
+@dataclass(frozen=True)
+class Case:
+    """One call of the learner's function and the answer it must give."""
+
+    label: str
+    args: tuple
+    expected: Any
+    hidden: bool = False
+    kwargs: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """A recognisable mistake: ``matches(got, expected, case)`` and the hint to show when it does."""
+
+    matches: Callable[[Any, Any, Case], bool]
+    hint: str
+
+
+Compare = Callable[[Any, Any], str | None]  # returns None when equal, else what differs
+
+
+def tensor_close(atol: float) -> Compare:
+    """Compare tensors (or arrays) of the same shape elementwise within ``atol``."""
+
+    def compare(got: Any, expected: Tensor) -> str | None:
+        got_t = _as_tensor(got)
+        if got_t is None:
+            return f"expected a tensor of shape {tuple(expected.shape)}, got {type(got).__name__}"
+        if tuple(got_t.shape) != tuple(expected.shape):
+            return f"expected shape {tuple(expected.shape)}, got shape {tuple(got_t.shape)}"
+        try:
+            torch.testing.assert_close(got_t.double(), expected.double(), atol=atol, rtol=0.0, equal_nan=False)
+        except AssertionError:
+            diff = (got_t.double() - expected.double()).abs().nan_to_num(math.inf)
+            where = tuple(int(i) for i in torch.unravel_index(diff.argmax(), diff.shape))
+            return (
+                f"values differ by up to {float(diff.max()):.3g} (tolerance {atol:g}) at index {where}: "
+                f"expected {float(expected[where]):.4f}, got {float(got_t[where]):.4f}"
+            )
+        return None
+
+    return compare
+
+
+def number_close(atol: float) -> Compare:
+    """Compare a single number within ``atol``."""
+
+    def compare(got: Any, expected: float) -> str | None:
+        value = _as_float(got)
+        if value is None:
+            return f"expected a number, got {type(got).__name__}"
+        if not abs(value - expected) <= atol:
+            return f"expected {expected:.4f}, got {value:.4f} (tolerance {atol:g})"
+        return None
+
+    return compare
+
+
+def integer_equal() -> Compare:
+    """Compare an integer count exactly."""
+
+    def compare(got: Any, expected: int) -> str | None:
+        value = _as_float(got)
+        if value is None or value != int(value):
+            return f"expected an integer, got {got!r}"
+        if int(value) != expected:
+            return f"expected {expected}, got {int(value)}"
+        return None
+
+    return compare
+
+
+def run_check(
+    name: str, fn: Callable, cases: Sequence[Case], compare: Compare, diagnoses: Sequence[Diagnosis] = ()
+) -> None:
+    """Run ``fn`` on every case; print ``PASS name`` or raise ``AssertionError`` with a hint."""
+    if not callable(fn):
+        raise AssertionError(f"{name}: pass your function itself (e.g. `{name}(my_function)`), got {fn!r}")
+    for case in cases:
+        where = f"{name}, {'hidden' if case.hidden else 'visible'} case '{case.label}'"
+        try:
+            got = fn(*case.args, **case.kwargs)
+        except NotImplementedError:
+            raise AssertionError(
+                f"{name}: not done yet: {getattr(fn, '__name__', 'your function')} still raises "
+                "NotImplementedError; write your code where it says # YOUR CODE HERE"
+            ) from None
+        except Exception as err:
+            raise AssertionError(f"{where}: your function raised {type(err).__name__}: {err}") from err
+        if got is None:
+            raise AssertionError(f"{where}: your function returned None; did you forget `return`?")
+        problem = compare(got, case.expected)
+        if problem is None:
+            continue
+        hints = [d.hint for d in diagnoses if _safely(d.matches, got, case.expected, case)]
+        first = f"{where}: {hints[0]}" if hints else f"{where}: {problem}"
+        detail = f"\n  {problem}" if hints else ""
+        raise AssertionError(f"{first}{detail}\n  inputs: {_describe(case.args)}")
+    print(f"PASS {name}")
+
+
+def _safely(predicate: Callable, *args) -> bool:
+    try:
+        return bool(predicate(*args))
+    except Exception:
+        return False
+
+
+def _as_tensor(value: Any) -> Tensor | None:
+    if isinstance(value, Tensor):
+        return value.detach().cpu()
+    try:
+        return torch.as_tensor(value)
+    except Exception:
+        return None
+
+
+def _as_float(value: Any) -> float | None:
+    try:
+        return float(value.item() if hasattr(value, "item") else value)
+    except Exception:
+        return None
+
+
+def _describe(args: tuple) -> str:
+    parts = []
+    for a in args:
+        if isinstance(a, Dataset):
+            parts.append(f"Dataset(N={a.n}, L={a.seq_len}, V={a.vocab_size}, C={a.n_labels})")
+        elif isinstance(a, Tensor):
+            parts.append(f"tensor of shape {tuple(a.shape)}")
+        else:
+            parts.append(repr(a))
+    return ", ".join(parts)
+
+
+def _close(a: Any, b: Any, atol: float = 1e-4) -> bool:
+    a_t, b_t = _as_tensor(a), _as_tensor(b)
+    return a_t is not None and a_t.shape == b_t.shape and bool(torch.allclose(a_t.double(), b_t.double(), atol=atol))
+
+
+# --- datasets the hidden cases use -------------------------------------------------------------
+
+
+def reweighted(data: Dataset, seed: int) -> Dataset:
+    """The same rows with random non-uniform weights: catches code that ignores ``data.weights``."""
+    g = torch.Generator().manual_seed(seed)
+    w = torch.rand(data.n, generator=g, dtype=torch.float64) + 0.2
+    return Dataset(data.x, data.y, data.vocab_size, data.n_labels, (w / w.sum()).float())
+
+
+def _hierarchy() -> Dataset:
+    return hierarchy_task().population
+
+
+def _datasets() -> list[tuple[str, Dataset, bool]]:
+    """(label, dataset, hidden) triples shared by the lesson-01 checks."""
+    return [
+        ("hierarchy task, exact population", _hierarchy(), False),
+        ("xor task, exact population", xor_task().population, True),
+        ("hierarchy task, 3000 samples (integer labels)", hierarchy_task().sample(3000, seed=1), True),
+        ("hierarchy task with random weights", reweighted(_hierarchy(), seed=2), True),
+        ("binary hierarchy, block 4, two orders", hierarchy_task(block=4, n_values=2, mix=(0.7, 0.3)).population, True),
+        ("xor task, V=8, L=4, 600 samples", xor_task(vocab=8, groups=2, seq_len=4).sample(600, seed=3), True),
+    ]
+
+
+# --- lesson 01 ---------------------------------------------------------------------------------
+
+
+def _order1_reference(data: Dataset) -> Tensor:
+    return label_signature(data, order=1, form="raw").matrix
+
+
+def check_01_order1_signature(fn: Callable[[Dataset], Tensor]) -> None:
+    """fn(data) -> [V, L*C]: P(y | x_i = s) in column i*C + y; P(y) where s never sits at i."""
+    cases = [Case(label, (data,), _order1_reference(data), hidden) for label, data, hidden in _datasets()]
+
+    def position_blocks(t: Tensor, data: Dataset) -> Tensor:
+        return _as_tensor(t).double().reshape(data.vocab_size, data.seq_len, data.n_labels)
+
+    def label_major(got, exp, case) -> bool:
+        d = case.args[0]
+        swapped = exp.reshape(d.vocab_size, d.seq_len, d.n_labels).transpose(1, 2).reshape(d.vocab_size, -1)
+        return _close(got, swapped)
+
+    def joint_not_conditional(got, exp, case) -> bool:
+        sums = position_blocks(got, case.args[0]).sum(-1)
+        return not torch.allclose(sums, torch.ones_like(sums), atol=1e-3)
+
+    def zeros_for_absent(got, exp, case) -> bool:
+        d = case.args[0]
+        g, e = position_blocks(got, d), position_blocks(exp, d)
+        empty = g.sum(-1) < 1e-6
+        return bool(empty.any()) and torch.allclose(g[~empty], e[~empty], atol=1e-4)
+
+    diagnoses = [
+        Diagnosis(lambda g, e, c: _close(_as_tensor(g).T, e), "looks transposed: rows are tokens [V], columns (position, label) [L*C]"),
+        Diagnosis(label_major, "columns in the wrong order: put position i's labels together, column i*C + y"),
+        Diagnosis(zeros_for_absent, "where token s never sits at position i, fill in P(y) (the order-0 signature), not 0"),
+        Diagnosis(joint_not_conditional, "each (token, position) block must sum to 1 over labels: divide the weighted counts by P(x_i = s)"),
+        Diagnosis(lambda g, e, c: _close(g, _order1_reference(_uniform(c.args[0]))), "you ignored data.weights: weight each row's label distribution by its weight"),
+    ]  # fmt: skip
+    run_check("check_01_order1_signature", fn, cases, tensor_close(atol=1e-5), diagnoses)
+
+
+def _uniform(data: Dataset) -> Dataset:
+    return Dataset(data.x, data.y, data.vocab_size, data.n_labels, torch.full((data.n,), 1.0 / data.n))
+
+
+def _joint_entropy(data: Dataset, positions: tuple[int, ...]) -> float:
+    p = joint(data, positions).flatten()
+    return float(-(p[p > 0] * p[p > 0].log()).sum())
+
+
+def check_01_conditional_entropy(fn: Callable[[Dataset, tuple[int, ...]], float]) -> None:
+    """fn(data, positions) -> H(Y | X_positions) in nats, a Python float or 0-d tensor."""
+    visible = [((), False), ((0,), False), ((0, 1), False), ((0, 1, 2), False), ((1,), True), ((2, 0), True)]
+    cases = [
+        Case(f"hierarchy task, positions {S}", (_hierarchy(), S), conditional_entropy(_hierarchy(), S), hidden)
+        for S, hidden in visible
+    ]
+    for label, data, hidden in _datasets()[1:]:
+        for S in ((0,), (1, 0)):
+            cases.append(Case(f"{label}, positions {S}", (data, S), conditional_entropy(data, S), True))
+
+    def is_(value: Callable[[Case], float]) -> Callable[[Any, Any, Case], bool]:
+        return lambda g, e, c: abs(float(g) - value(c)) < 1e-3 and abs(float(g) - e) > 1e-3
+
+    diagnoses = [
+        Diagnosis(is_(lambda c: c.expected / math.log(2)), "that is in bits: use the natural logarithm (nats), as the cross-entropy loss does"),
+        Diagnosis(is_(lambda c: -c.expected), "wrong sign: entropy is -sum p log p, a non-negative number"),
+        Diagnosis(is_(lambda c: _joint_entropy(c.args[0], tuple(c.args[1]))), "that is the joint entropy H(Y, X_S): use P(y | x_S), not P(x_S, y), inside the log"),
+        Diagnosis(is_(lambda c: conditional_entropy(c.args[0], ())), "that is H(Y): condition on the tokens at the given positions"),
+        Diagnosis(is_(lambda c: conditional_entropy(_uniform(c.args[0]), tuple(c.args[1]))), "you ignored data.weights: each row counts with its weight"),
+    ]  # fmt: skip
+    run_check("check_01_conditional_entropy", fn, cases, number_close(atol=1e-4), diagnoses)
+
+
+def _pair_reference(data: Dataset, i: int, j: int) -> Tensor:
+    """The incremental order-2 block of (i, j) as [V (token at i), V (token at j), C]."""
+    L, V, C = data.seq_len, data.vocab_size, data.n_labels
+    block = i * (L - 1) + (j if j < i else j - 1)  # blocks run over i, then over j != i
+    matrix = label_signature(data, order=2, form="incremental").matrix
+    return matrix[:, block * V * C : (block + 1) * V * C].reshape(V, V, C)
+
+
+def check_01_pair_interaction(fn: Callable[[Dataset, int, int], Tensor]) -> None:
+    """fn(data, i, j) -> [V, V, C]: P(y|s,t) - P(y|x_i=s) - P(y|x_j=t) + P(y); 0 where (s, t) never occurs."""
+    h, x = _hierarchy(), xor_task().population
+    specs = [
+        ("hierarchy task", h, 0, 1, False),
+        ("hierarchy task", h, 1, 0, True),
+        ("hierarchy task", h, 0, 2, True),
+        ("xor task", x, 0, 1, True),
+        ("xor task", x, 1, 2, True),
+        ("hierarchy task with random weights", reweighted(h, seed=4), 0, 1, True),
+        ("hierarchy task, 3000 samples", hierarchy_task().sample(3000, seed=5), 1, 2, True),
+    ]
+    cases = [Case(f"{label}, (i, j) = ({i}, {j})", (d, i, j), _pair_reference(d, i, j), hidden) for label, d, i, j, hidden in specs]
+
+    def raw(c: Case) -> Tensor:
+        d, i, j = c.args
+        p = joint(d, (i, j))
+        return p / p.sum(-1, keepdim=True).clamp_min(1e-300)
+
+    def p_y(c: Case) -> Tensor:
+        return joint(c.args[0], ()).reshape(1, 1, -1)
+
+    def occurs(c: Case) -> Tensor:
+        d, i, j = c.args
+        return joint(d, (i, j)).sum(-1, keepdim=True) > 0
+
+    diagnoses = [
+        Diagnosis(lambda g, e, c: _close(_as_tensor(g).transpose(0, 1), e), "axes swapped: axis 0 is the token at position i, axis 1 the token at position j"),
+        Diagnosis(lambda g, e, c: _close(g, raw(c)), "that is P(y | x_i = s, x_j = t) itself: subtract both order-1 terms and add back P(y)"),
+        Diagnosis(lambda g, e, c: _close(g, e - p_y(c) * occurs(c)), "forgot to add back P(y): inclusion-exclusion has four terms"),
+        Diagnosis(lambda g, e, c: _close(_as_tensor(g) * occurs(c), e) and not _close(g, e), "set the term to 0 where the pair (s, t) never occurs at positions (i, j)"),
+    ]  # fmt: skip
+    run_check("check_01_pair_interaction", fn, cases, tensor_close(atol=1e-5), diagnoses)
+
+
+def count_distinct_rows(matrix: Tensor, atol: float) -> int:
+    """Reference: rows closer than ``atol`` in every entry count as one (greedy over rows)."""
+    kept: list[Tensor] = []
+    for row in matrix.double():
+        if not any(float((row - k).abs().max()) <= atol for k in kept):
+            kept.append(row)
+    return len(kept)
+
+
+def _rows_with_duplicates(seed: int, n_distinct: int, n_rows: int, n_cols: int, jitter: float) -> Tensor:
+    g = torch.Generator().manual_seed(seed)
+    base = torch.rand(n_distinct, n_cols, generator=g, dtype=torch.float64)
+    pick = torch.cat([torch.arange(n_distinct), torch.randint(n_distinct, (n_rows - n_distinct,), generator=g)])
+    return base[pick] + jitter * torch.randn(n_rows, n_cols, generator=g, dtype=torch.float64)
+
+
+def check_01_distinct_rows(fn: Callable[[Tensor, float], int]) -> None:
+    """fn(matrix, atol) -> how many different rows, two rows being equal when within ``atol`` entrywise."""
+    h = _hierarchy()
+    sig1 = label_signature(h, 1, form="raw").matrix
+    sig2 = label_signature(h, 2, form="incremental").matrix
+    close_but_distinct = torch.tensor([[0.0, 0.5], [0.001, 0.5], [0.0, 0.5]], dtype=torch.float64)
+    inputs = [
+        ("order-1 signature of the key tokens", sig1[:9], 1e-6, False),
+        ("order-1 signature of all 27 tokens", sig1, 1e-6, True),
+        ("order-2 incremental signature of the anchor-1 tokens", sig2[9:18], 1e-6, True),
+        ("5 x 40 matrix, 3 distinct rows, jitter 1e-9", _rows_with_duplicates(0, 3, 5, 40, 1e-9), 1e-6, True),
+        ("12 x 4 matrix, 7 distinct rows", _rows_with_duplicates(1, 7, 12, 4, 0.0), 1e-6, True),
+        ("rows 0.001 apart, atol 1e-6", close_but_distinct, 1e-6, True),
+    ]
+    cases = [Case(label, (m, atol), count_distinct_rows(m, atol), hidden) for label, m, atol, hidden in inputs]
+    diagnoses = [
+        Diagnosis(lambda g, e, c: int(g) == count_distinct_rows(c.args[0].T, c.args[1]), "you counted distinct columns: count rows (one per token)"),
+        Diagnosis(lambda g, e, c: int(g) == len(torch.unique(c.args[0], dim=0)), "exact comparison: floating-point rows that agree within atol count as one"),
+        Diagnosis(lambda g, e, c: int(g) == c.args[0].shape[0], "you returned the number of rows: merge rows that are equal within atol"),
+    ]  # fmt: skip
+    run_check("check_01_distinct_rows", fn, cases, integer_equal(), diagnoses)

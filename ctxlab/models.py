@@ -1,0 +1,215 @@
+"""Small-init models, always as ensembles: every parameter has a leading model axis K.
+
+Each of the K models has its own init exponent gamma and seed; every weight is drawn from
+N(0, fan_in^(-2 gamma)) (the embedding table and positional table use the width d as fan-in, as
+the paper's group does). Model k of an ensemble starts from exactly the numbers a stand-alone
+model with the same gamma and seed would, so one batched run replaces K separate runs.
+
+* :class:`EmbMLP`: concatenated token embeddings -> hidden layer -> label logits.
+* :class:`EmbAttention`: embeddings + positions -> one softmax self-attention layer ->
+  per-position MLP head -> logits averaged over positions (residual and LayerNorm optional).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor, nn
+
+ACTIVATIONS = {
+    "gelu": nn.functional.gelu,
+    "relu": torch.relu,
+    "tanh": torch.tanh,
+    "linear": lambda u: u,
+}
+
+
+def _as_list(value, name: str) -> list:
+    return list(value) if isinstance(value, (Sequence, Tensor)) and not isinstance(value, str) else [value]
+
+
+def ensemble_grid(gammas, seeds) -> tuple[list[float], list[int]]:
+    """All (gamma, seed) pairs, gamma-major: the usual layout of a sweep."""
+    pairs = [(float(g), int(s)) for g in _as_list(gammas, "gammas") for s in _as_list(seeds, "seeds")]
+    return [g for g, _ in pairs], [s for _, s in pairs]
+
+
+class Ensemble(nn.Module):
+    """Shared machinery: the gamma/seed bookkeeping and the small-init weight factory."""
+
+    def __init__(self, gamma, seed) -> None:
+        super().__init__()
+        gammas, seeds = _as_list(gamma, "gamma"), _as_list(seed, "seed")
+        if len(gammas) == 1 and len(seeds) > 1:
+            gammas = gammas * len(seeds)
+        if len(seeds) == 1 and len(gammas) > 1:
+            seeds = seeds * len(gammas)
+        if len(gammas) != len(seeds):
+            raise ValueError(f"gamma and seed lists must have the same length, got {len(gammas)} and {len(seeds)}")
+        for g in gammas:
+            if not (isinstance(g, (int, float)) and math.isfinite(g) and g > 0):
+                raise ValueError(f"gamma must be a positive number (0.5 = standard init, 1 = small), got {g!r}")
+        self.gammas = [float(g) for g in gammas]
+        self.seeds = [int(s) for s in seeds]
+        self._generators = [torch.Generator().manual_seed(s) for s in self.seeds]
+
+    @property
+    def n_models(self) -> int:
+        return len(self.gammas)
+
+    def _weight(self, *shape: int, fan_in: int) -> nn.Parameter:
+        """A [K, *shape] parameter; slice k ~ N(0, fan_in^(-2 gamma_k)), drawn from model k's own stream."""
+        slices = [
+            torch.randn(*shape, generator=gen) * fan_in ** (-g) for g, gen in zip(self.gammas, self._generators)
+        ]
+        return nn.Parameter(torch.stack(slices))
+
+    def embedding_parameters(self) -> list[str]:
+        """Names of the parameters that hold token identity (frozen by ``freeze_embedding``)."""
+        return ["embedding"]
+
+
+def _one_hot_embed(x: Tensor, table: Tensor) -> Tensor:
+    """Look up rows of a [K, V, d] table for tokens x [N, L] (or [K, N, L]): [K, N, L, d].
+
+    A one-hot matmul instead of indexing: its backward is much faster on a CPU.
+    """
+    one_hot = nn.functional.one_hot(x.long(), table.shape[-2]).to(table.dtype)
+    if one_hot.ndim == 3:
+        return torch.einsum("nlv,kvd->knld", one_hot, table)
+    return torch.einsum("knlv,kvd->knld", one_hot, table)
+
+
+def _check_tokens(x: Tensor, vocab: int, seq_len: int | None = None) -> None:
+    if x.ndim not in (2, 3):
+        raise ValueError(f"tokens must be [N, L] (or [K, N, L]), got shape {tuple(x.shape)}")
+    if seq_len is not None and x.shape[-1] != seq_len:
+        raise ValueError(f"model expects sequences of length {seq_len}, got length {x.shape[-1]}")
+    if x.numel() and (int(x.min()) < 0 or int(x.max()) >= vocab):
+        raise ValueError(f"token ids must lie in [0, {vocab}), got range [{int(x.min())}, {int(x.max())}]")
+
+
+class EmbMLP(Ensemble):
+    """z = sigma(concat(E[x_1], ..., E[x_L]) W1) W2, no biases.
+
+    Shapes: embedding [K, V, d], w1 [K, L*d, hidden], w2 [K, hidden, C]; logits [K, N, C].
+    ``layernorm`` normalises each token's embedding before the MLP (it breaks the small-init
+    scaling on purpose, for the lesson on knobs).
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        seq_len: int,
+        n_labels: int,
+        d: int = 32,
+        hidden: int = 128,
+        activation: str = "gelu",
+        gamma=1.0,
+        seed=0,
+        layernorm: bool = False,
+    ) -> None:
+        super().__init__(gamma, seed)
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"unknown activation {activation!r}; choose one of {sorted(ACTIVATIONS)}")
+        if min(vocab_size, seq_len, n_labels, d, hidden) < 1:
+            raise ValueError("vocab_size, seq_len, n_labels, d and hidden must all be positive")
+        self.vocab_size, self.seq_len, self.n_labels = vocab_size, seq_len, n_labels
+        self.d, self.hidden, self.activation, self.layernorm = d, hidden, activation, layernorm
+        self.embedding = self._weight(vocab_size, d, fan_in=d)
+        self.w1 = self._weight(seq_len * d, hidden, fan_in=seq_len * d)
+        self.w2 = self._weight(hidden, n_labels, fan_in=hidden)
+
+    def forward(self, x: Tensor) -> Tensor:
+        _check_tokens(x, self.vocab_size, self.seq_len)
+        h = _one_hot_embed(x, self.embedding)  # [K, N, L, d]
+        if self.layernorm:
+            h = nn.functional.layer_norm(h, (self.d,))
+        h = h.reshape(h.shape[0], h.shape[1], -1)
+        return ACTIVATIONS[self.activation](h @ self.w1) @ self.w2
+
+
+class EmbAttention(Ensemble):
+    """One softmax self-attention layer over h_j = E[x_j] + P_j, then a per-position head.
+
+    scores = (h W_Q)(h W_K)^T / sqrt(d_k); o = softmax(scores) (h W_V); r = o (+ h if residual);
+    logits = mean over positions of sigma(r W1) W2 (or r W_out with ``mlp=False``).
+    With no residual (the default) the value path is the only way token identity reaches the
+    head, which keeps the small-init hierarchy E >> W_V >> W_Q, W_K visible.
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        seq_len: int,
+        n_labels: int,
+        d: int = 32,
+        d_head: int | None = None,
+        hidden: int = 128,
+        activation: str = "gelu",
+        gamma=1.0,
+        seed=0,
+        residual: bool = False,
+        layernorm: bool = False,
+        mlp: bool = True,
+    ) -> None:
+        super().__init__(gamma, seed)
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"unknown activation {activation!r}; choose one of {sorted(ACTIVATIONS)}")
+        d_head = d if d_head is None else d_head
+        if min(vocab_size, seq_len, n_labels, d, d_head, hidden) < 1:
+            raise ValueError("sizes must all be positive")
+        self.vocab_size, self.seq_len, self.n_labels = vocab_size, seq_len, n_labels
+        self.d, self.d_head, self.hidden, self.activation = d, d_head, hidden, activation
+        self.residual, self.layernorm, self.mlp = residual, layernorm, mlp
+        self.embedding = self._weight(vocab_size, d, fan_in=d)
+        self.position = self._weight(seq_len, d, fan_in=d)
+        self.w_q = self._weight(d, d_head, fan_in=d)
+        self.w_k = self._weight(d, d_head, fan_in=d)
+        self.w_v = self._weight(d, d, fan_in=d)
+        if mlp:
+            self.w1 = self._weight(d, hidden, fan_in=d)
+            self.w2 = self._weight(hidden, n_labels, fan_in=hidden)
+        else:
+            self.w_out = self._weight(d, n_labels, fan_in=d)
+
+    def attention(self, x: Tensor) -> Tensor:
+        """Attention weights [K, N, L, L] (query position, key position)."""
+        return self._forward(x)[1]
+
+    def _forward(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        _check_tokens(x, self.vocab_size, self.seq_len)
+        h = _one_hot_embed(x, self.embedding) + self.position[:, None]  # [K, N, L, d]
+        q = h @ self.w_q[:, None]
+        k = h @ self.w_k[:, None]
+        scores = q @ k.transpose(-1, -2) / math.sqrt(self.d_head)
+        attn = torch.softmax(scores, dim=-1)
+        r = attn @ (h @ self.w_v[:, None])
+        if self.residual:
+            r = r + h
+        if self.layernorm:
+            r = nn.functional.layer_norm(r, (self.d,))
+        if self.mlp:
+            z = ACTIVATIONS[self.activation](r @ self.w1[:, None]) @ self.w2[:, None]
+        else:
+            z = r @ self.w_out[:, None]
+        return z.mean(dim=2), attn
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self._forward(x)[0]
+
+    def qk_norm(self) -> Tensor:
+        """||W_Q W_K^T||_F per model [K]: how far attention scores can move from uniform."""
+        return torch.linalg.matrix_norm(self.w_q @ self.w_k.transpose(-1, -2))
+
+
+MODELS = {"mlp": EmbMLP, "attention": EmbAttention}
+
+
+def make_model(kind: str, task, **kwargs) -> Ensemble:
+    """Build a model sized for ``task`` (vocab, length, labels): ``kind`` is 'mlp' or 'attention'."""
+    if kind not in MODELS:
+        raise ValueError(f"unknown model {kind!r}; choose one of {sorted(MODELS)}")
+    return MODELS[kind](task.vocab_size, task.seq_len, task.n_labels, **kwargs)

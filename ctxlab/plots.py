@@ -1,0 +1,128 @@
+"""Figure functions: each takes results and returns a matplotlib Figure; no global state."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+
+
+# --- staircase ---
+
+ORDER_COLORS = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e")
+
+
+def staircase_figure(result, metric_label: str = "CKA(ΔE, ΔSᵏ)") -> Figure:
+    """Loss with the predicted plateaus dashed (top) and alignment per order (bottom), one column per γ.
+
+    ``result`` is a :class:`ctxlab.experiments.StaircaseResult`.
+    """
+    gammas = sorted(set(result.gammas))
+    fig, axes = plt.subplots(2, len(gammas), figsize=(4.2 * len(gammas), 6.4), sharex="col", squeeze=False)
+    steps = result.trajectory.steps.numpy()
+    for col, g in enumerate(gammas):
+        models = [k for k, gk in enumerate(result.gammas) if gk == g]
+        top, bottom = axes[0, col], axes[1, col]
+        for k in models:
+            top.plot(steps, result.trajectory.loss[k].numpy(), color="black", lw=1.2, alpha=0.75)
+        for order, level in enumerate(result.levels):
+            top.axhline(level, ls="--", lw=0.9, color=ORDER_COLORS[order % len(ORDER_COLORS)] if order else "grey")
+            if col == 0:
+                top.annotate(f"H{order} = {level:.3f}", (steps[-1], level), xytext=(-4, 3),
+                             textcoords="offset points", ha="right", fontsize=8, color="dimgrey")
+        top.set_title(f"γ = {g:g}  ({len(models)} seeds)")
+        for name, curves in result.alignment.items():
+            order = int(name.split("-")[0][-1])
+            color = ORDER_COLORS[order % len(ORDER_COLORS)]
+            for j, k in enumerate(models):
+                bottom.plot(steps, curves[k].numpy(), color=color, lw=1.2, alpha=0.8,
+                            label=f"order {order}" if j == 0 else None)
+        bottom.set_ylim(-0.02, 1.02)
+        bottom.set_xlabel("gradient-descent step")
+    axes[0, 0].set_ylabel("loss (nats)")
+    axes[1, 0].set_ylabel(metric_label)
+    axes[1, -1].legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+# --- signatures ---
+
+
+def cosine_similarity(matrix) -> "torch.Tensor":
+    """[V, m] -> [V, V] cosine similarity of the rows; a zero row is similar to nothing (0)."""
+    import torch
+
+    m = torch.as_tensor(matrix, dtype=torch.float64)
+    norms = m.norm(dim=1, keepdim=True)
+    unit = torch.where(norms > 1e-12, m / norms.clamp_min(1e-12), torch.zeros_like(m))
+    return unit @ unit.T
+
+
+def _token_ticks(ax, names, axis: str = "y", every: int = 1) -> None:
+    ticks = list(range(0, len(names), every))
+    labels = [names[i] for i in ticks]
+    if axis in ("y", "both"):
+        ax.set_yticks(ticks, labels, fontsize=6)
+    if axis in ("x", "both"):
+        ax.set_xticks(ticks, labels, fontsize=6, rotation=90)
+
+
+def signature_heatmaps(signatures, titles=None, block_width: int | None = None) -> Figure:
+    """One heat map per signature (rows: tokens, columns: the signature's entries), side by side.
+
+    ``block_width`` draws a thin line every that many columns (e.g. C, to separate positions).
+    Rows of a centered or incremental signature take both signs, so the colour scale is symmetric.
+    """
+    n = len(signatures)
+    fig, axes = plt.subplots(1, n, figsize=(3.3 * n + 0.6, 4.2), squeeze=False)
+    for k, (ax, sig) in enumerate(zip(axes[0], signatures)):
+        m = sig.matrix.double()
+        signed = bool((m < -1e-9).any())
+        lim = float(m.abs().max()) or 1.0
+        im = ax.imshow(m.numpy(), aspect="auto", interpolation="nearest",
+                       cmap="RdBu_r" if signed else "viridis", vmin=-lim if signed else 0.0, vmax=lim)
+        if block_width and m.shape[1] <= 60:
+            for x in range(block_width, m.shape[1], block_width):
+                ax.axvline(x - 0.5, color="white", lw=0.8)
+        _token_ticks(ax, sig.tokens, "y", every=1 if len(sig.tokens) <= 30 else 3)
+        ax.set_xlabel(f"{m.shape[1]} columns")
+        ax.set_title(titles[k] if titles else sig.name, fontsize=9)
+        fig.colorbar(im, ax=ax, fraction=0.05, pad=0.02)
+    fig.tight_layout()
+    return fig
+
+
+def cosine_matrices(signatures, titles=None) -> Figure:
+    """Token-by-token cosine similarity of each signature's rows: blocks show tokens that look alike."""
+    n = len(signatures)
+    fig, axes = plt.subplots(1, n, figsize=(3.4 * n + 0.6, 3.6), squeeze=False)
+    for k, (ax, sig) in enumerate(zip(axes[0], signatures)):
+        sim = cosine_similarity(sig.matrix)
+        im = ax.imshow(sim.numpy(), vmin=-1, vmax=1, cmap="RdBu_r", interpolation="nearest")
+        _token_ticks(ax, sig.tokens, "both", every=1 if len(sig.tokens) <= 30 else 3)
+        ax.set_title(titles[k] if titles else sig.name, fontsize=9)
+    fig.colorbar(im, ax=axes[0].tolist(), fraction=0.03, pad=0.02, label="cosine similarity")
+    return fig
+
+
+def entropy_ladder_figure(ladder, n_labels: int | None = None) -> Figure:
+    """The conditional entropies H(Y | best k positions) as a descending staircase, k = 0, 1, ..."""
+    import math
+
+    orders = [s.order for s in ladder]
+    levels = [s.entropy for s in ladder]
+    fig, ax = plt.subplots(figsize=(5.2, 3.4))
+    ax.step(orders + [orders[-1] + 1], levels + [levels[-1]], where="post", color="black", lw=1.5)
+    for s in ladder:
+        label = "none" if not s.positions else ",".join(f"x{p + 1}" for p in s.positions)
+        ax.annotate(f"{s.entropy:.4f}\n(given {label})", (s.order + 0.5, s.entropy), xytext=(0, 5),
+                    textcoords="offset points", ha="center", fontsize=8)
+    if n_labels:
+        ax.axhline(math.log(n_labels), color="grey", ls=":", lw=1, label=f"ln {n_labels} (uniform guess)")
+        ax.legend(loc="lower left", fontsize=8)
+    ax.set_xticks([o + 0.5 for o in orders], [f"order {o}" for o in orders])
+    ax.set_ylabel("H(Y | order-k context), nats")
+    ax.set_ylim(0, max(levels) * 1.18)
+    ax.set_title("Entropy ladder: the best loss with order-k statistics", fontsize=10)
+    fig.tight_layout()
+    return fig
