@@ -55,7 +55,7 @@ def cka(E, S, tokens=None) -> Tensor:
     ge, gs = _gram(E), _gram(S)
     num = (ge * gs).sum((-1, -2))
     den = torch.linalg.matrix_norm(ge) * torch.linalg.matrix_norm(gs)
-    return (num / den.clamp_min(1e-300)).float()
+    return (num / den.clamp_min(1e-300))
 
 
 def _cosine(M: Tensor) -> Tensor:
@@ -81,7 +81,7 @@ def rsa(E, S, tokens=None) -> Tensor:
     cs = _cosine(S)[upper[0], upper[1]]
     re, rs = _ranks(ce), _ranks(cs)
     re, rs = re - re.mean(-1, keepdim=True), rs - rs.mean()
-    return ((re * rs).sum(-1) / (re.norm(dim=-1) * rs.norm()).clamp_min(1e-300)).float()
+    return ((re * rs).sum(-1) / (re.norm(dim=-1) * rs.norm()).clamp_min(1e-300))
 
 
 def signature_rank(S, tol: float = 1e-6) -> int:
@@ -100,7 +100,7 @@ def subspace_fraction(E, S, tokens=None, tol: float = 1e-6) -> Tensor:
     U, sv, _ = torch.linalg.svd(S, full_matrices=False)
     U = U[:, sv > tol * sv.max().clamp_min(1e-300)]
     inside = (U.transpose(0, 1) @ E).pow(2).sum((-1, -2))
-    return (inside / E.pow(2).sum((-1, -2)).clamp_min(1e-300)).float()
+    return (inside / E.pow(2).sum((-1, -2)).clamp_min(1e-300))
 
 
 def ridge_r2(E, S, tokens=None, alpha: float = 1e-3) -> Tensor:
@@ -115,7 +115,7 @@ def ridge_r2(E, S, tokens=None, alpha: float = 1e-3) -> Tensor:
     hat = K @ torch.linalg.inv(K + lam * torch.eye(V, dtype=K.dtype))
     resid = (torch.eye(V, dtype=K.dtype) - hat) @ E
     loo = resid / (1 - torch.diagonal(hat)).clamp_min(1e-12)[:, None]
-    return (1 - loo.pow(2).sum((-1, -2)) / E.pow(2).sum((-1, -2)).clamp_min(1e-300)).float()
+    return (1 - loo.pow(2).sum((-1, -2)) / E.pow(2).sum((-1, -2)).clamp_min(1e-300))
 
 
 METRICS: dict[str, Callable[..., Tensor]] = {

@@ -378,7 +378,8 @@ def grade(path: str | Path) -> int:
     width = max([len(r.check) for r in checks] + [len("check")])
     print(f"{'check':<{width}}  result  hint")
     for r in checks:
-        print(f"{r.check:<{width}}  {'PASS' if r.passed else 'FAIL':<6}  {r.hint}")
+        hint = r.hint.removeprefix(f"{r.check}: ").removeprefix(f"{r.check}, ")
+        print(f"{r.check:<{width}}  {'PASS' if r.passed else 'FAIL':<6}  {hint}")
     for r in broken:
         print(f"{'cell ' + str(r.index):<{width}}  {'ERROR':<6}  {r.hint}")
     passed = sum(r.passed for r in checks)

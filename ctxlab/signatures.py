@@ -82,7 +82,7 @@ def _check_order(order: int, max_order: int, what: str) -> None:
         )
 
 
-def _interaction(data: Dataset, S: tuple[int, ...]) -> Tensor:
+def interaction(data: Dataset, S: tuple[int, ...]) -> Tensor:
     """Moebius interaction term Delta_S(t_S, y) [V]*|S| + [C] (0 where x_S = t_S never occurs)."""
     k = len(S)
     total = torch.zeros(*([data.vocab_size] * k), data.n_labels, dtype=torch.float64, device=data.x.device)
@@ -100,7 +100,7 @@ def _block(data: Dataset, i: int, J: tuple[int, ...], form: str) -> Tensor:
     S = (i,) + J
     if form == "incremental":
         sorted_S = tuple(sorted(S))
-        block = _interaction(data, sorted_S).permute(*[sorted_S.index(p) for p in S], len(S))
+        block = interaction(data, sorted_S).permute(*[sorted_S.index(p) for p in S], len(S))
     else:
         sorted_S = tuple(sorted(S))
         table = joint(data, sorted_S).permute(*[sorted_S.index(p) for p in S], len(S))

@@ -1,0 +1,324 @@
+"""Staircase explorer: loss, alignment per order and embedding PCA over a cached (γ × seed) sweep.
+
+One batched ensemble run per (task, optimizer) does all the training; the sliders only index
+the result and redraw. A γ off the grid trains in a background thread (three small models).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+import torch
+from matplotlib.figure import Figure
+
+from ctxlab.align import align_trajectory
+from ctxlab.env import profile as current_profile
+from ctxlab.models import ensemble_grid, make_model
+from ctxlab.signatures import label_signature
+from ctxlab.tasks import make_task
+from ctxlab.theory import plateau_levels
+from ctxlab.train import train
+from ctxlab.widgets._common import BackgroundJob, Dashboard, ResultCache, progress_probe
+
+# The learning rate each optimizer toggle uses: GD is the gradient flow; Adam's steps are lr-sized.
+OPTIMIZER_LR = {"gd": 1.0, "adam": 0.001}
+
+# quick: 8 γ x 3 seeds build in seconds on 2 CPU cores (a smaller vocabulary and a narrower MLP
+# than the lesson's headline run keep the same three stairs); full: the headline sizes.
+PROFILE_SETTINGS = {
+    "quick": {"task_args": (("block", 6),), "steps": 2000, "d": 16, "hidden": 32, "record_every": 20},
+    "full": {"task_args": (("block", 9),), "steps": 4000, "d": 32, "hidden": 128, "record_every": 10},
+}
+GAMMA_GRID = (0.5, 0.625, 0.75, 0.875, 1.0, 1.125, 1.25, 1.5)
+ROLE_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
+
+
+@dataclass(frozen=True)
+class SweepSettings:
+    """Everything that determines a sweep; hashable, so it is the cache key."""
+
+    task: str = "hierarchy"
+    task_args: tuple[tuple[str, object], ...] = (("block", 6),)
+    gammas: tuple[float, ...] = GAMMA_GRID
+    seeds: tuple[int, ...] = (0, 1, 2)
+    optimizer: str = "gd"
+    lr: float = 1.0
+    steps: int = 2000
+    d: int = 16
+    hidden: int = 32
+    record_every: int = 20
+
+
+def sweep_settings(optimizer: str = "gd", profile: str | None = None, **overrides) -> SweepSettings:
+    """Settings for the current scale profile, with the optimizer's default learning rate."""
+    if optimizer not in OPTIMIZER_LR:
+        raise ValueError(f"the explorer toggles between {sorted(OPTIMIZER_LR)}, got optimizer {optimizer!r}")
+    sizes = PROFILE_SETTINGS[profile or current_profile()]
+    return SweepSettings(**{**sizes, "optimizer": optimizer, "lr": OPTIMIZER_LR[optimizer], **overrides})
+
+
+@dataclass
+class StaircaseSweep:
+    """A trained (γ × seed) grid. loss [G, S, T]; embeddings [G, S, T, V, d]; alignment [G, S, O, T]
+    = CKA(E(t) - E(0), incremental order-o label signature) for o = 1..O."""
+
+    settings: SweepSettings
+    steps: torch.Tensor
+    loss: torch.Tensor
+    embeddings: torch.Tensor
+    alignment: torch.Tensor
+    levels: list[float]
+    token_names: tuple[str, ...]
+    roles: tuple[str, ...]
+    seconds: float
+
+    @property
+    def gammas(self) -> tuple[float, ...]:
+        return self.settings.gammas
+
+    @property
+    def seeds(self) -> tuple[int, ...]:
+        return self.settings.seeds
+
+    @property
+    def orders(self) -> list[int]:
+        return list(range(1, self.alignment.shape[2] + 1))
+
+
+def compute_sweep(settings: SweepSettings, report: Callable[[float], None] | None = None,
+                  progress: bool | None = False) -> StaircaseSweep:
+    """Train every (γ, seed) of ``settings`` as one ensemble and score alignment per order (uncached)."""
+    if not settings.gammas or not settings.seeds:
+        raise ValueError("a sweep needs at least one γ and one seed")
+    if settings.steps < 1 or settings.record_every < 1:
+        raise ValueError(f"steps and record_every must be positive, got {settings.steps}, {settings.record_every}")
+    task = make_task(settings.task, **dict(settings.task_args))
+    gammas, seeds = ensemble_grid(settings.gammas, settings.seeds)
+    model = make_model("mlp", task, d=settings.d, hidden=settings.hidden, gamma=gammas, seed=seeds)
+    n_records = len(range(0, settings.steps + 1, settings.record_every)) + 1
+    probes = {"_progress": progress_probe(n_records, report)} if report else None
+    start = time.perf_counter()
+    traj = train(model, task.population, settings.steps, optimizer=settings.optimizer, lr=settings.lr,
+                 record_every=settings.record_every, probes=probes, device="cpu", progress=progress,
+                 desc="staircase sweep")
+    signatures = [label_signature(task.population, k, "incremental") for k in range(1, task.seq_len + 1)]
+    aligned = align_trajectory(traj, signatures, "cka", relative_to_init=True)
+    G, S, T = len(settings.gammas), len(settings.seeds), len(traj.steps)
+    return StaircaseSweep(
+        settings=settings,
+        steps=traj.steps,
+        loss=traj.loss.reshape(G, S, T),
+        embeddings=traj.embeddings.reshape(G, S, T, *traj.embeddings.shape[2:]),
+        alignment=torch.stack(list(aligned.values()), dim=1).reshape(G, S, len(aligned), T),
+        levels=plateau_levels(task.population),
+        token_names=task.token_names,
+        roles=task.roles,
+        seconds=time.perf_counter() - start,
+    )
+
+
+_SWEEPS = ResultCache(maxsize=6)
+
+
+def staircase_sweep(settings: SweepSettings | None = None, cache_dir=None,
+                    report: Callable[[float], None] | None = None) -> StaircaseSweep:
+    """The sweep for ``settings`` (default: this profile, GD), trained once per session and cached."""
+    settings = settings or sweep_settings()
+    # no report (a blocking build): show a tqdm bar instead
+    return _SWEEPS.get(settings, lambda: compute_sweep(settings, report=report, progress=None if report is None else False),
+                       cache_dir)
+
+
+def embedding_pca(E: torch.Tensor) -> torch.Tensor:
+    """[V, d] -> [V, 2] coordinates on the top two principal axes, signs fixed so frames don't flip."""
+    centred = E.double() - E.double().mean(0)
+    _, _, Vh = torch.linalg.svd(centred, full_matrices=False)
+    coords = centred @ Vh[:2].T
+    signs = torch.sign(coords[coords.abs().argmax(0), torch.arange(coords.shape[1])])
+    return (coords * torch.where(signs == 0, 1.0, signs)).float()
+
+
+def _check_index(name: str, value: int, size: int) -> None:
+    if not 0 <= value < size:
+        raise IndexError(f"{name} must lie in [0, {size}), got {value}")
+
+
+def draw_staircase(sweep: StaircaseSweep, gamma_index: int, seed_index: int, step_index: int,
+                   orders: Sequence[int] | None = None, figsize=(11.0, 3.3), dpi: int = 72) -> Figure:
+    """Loss with predicted plateaus (dashed), alignment per order, and the embedding PCA at one step."""
+    from ctxlab.plots import ORDER_COLORS
+
+    G, S, T = sweep.loss.shape
+    _check_index("gamma_index", gamma_index, G)
+    _check_index("seed_index", seed_index, S)
+    _check_index("step_index", step_index, T)
+    orders = sweep.orders if orders is None else list(orders)
+    if any(o not in sweep.orders for o in orders):
+        raise ValueError(f"orders must be among {sweep.orders}, got {orders}")
+    steps, step = sweep.steps.numpy(), int(sweep.steps[step_index])
+    fig = Figure(figsize=figsize, dpi=dpi)
+    ax_loss, ax_align, ax_pca = fig.subplots(1, 3)
+    fig.subplots_adjust(left=0.06, right=0.985, bottom=0.15, top=0.88, wspace=0.28)
+
+    for s in range(S):
+        ax_loss.plot(steps, sweep.loss[gamma_index, s].numpy(), color="lightgrey", lw=1)
+    ax_loss.plot(steps, sweep.loss[gamma_index, seed_index].numpy(), color="black", lw=1.5)
+    for order, level in enumerate(sweep.levels):
+        ax_loss.axhline(level, ls="--", lw=0.9, color=ORDER_COLORS[order % len(ORDER_COLORS)] if order else "grey")
+    ax_loss.axvline(step, color="crimson", lw=1)
+    ax_loss.set(xlabel="step", ylabel="loss (nats)",
+                title=f"γ = {sweep.gammas[gamma_index]:g}, seed {sweep.seeds[seed_index]}, {sweep.settings.optimizer}")
+
+    for o in orders:
+        ax_align.plot(steps, sweep.alignment[gamma_index, seed_index, o - 1].numpy(),
+                      color=ORDER_COLORS[o % len(ORDER_COLORS)], lw=1.5, label=f"order {o}")
+    ax_align.axvline(step, color="crimson", lw=1)
+    ax_align.set(xlabel="step", ylabel="CKA(E − E₀, ΔSᵏ)", ylim=(-0.02, 1.02), title="alignment per order")
+    if orders:
+        ax_align.legend(loc="lower right", fontsize=8)
+
+    coords = embedding_pca(sweep.embeddings[gamma_index, seed_index, step_index]).numpy()
+    for r, role in enumerate(dict.fromkeys(sweep.roles)):
+        idx = [i for i, rr in enumerate(sweep.roles) if rr == role]
+        ax_pca.scatter(coords[idx, 0], coords[idx, 1], s=22, color=ROLE_COLORS[r % len(ROLE_COLORS)], label=role)
+    ax_pca.set(xlabel="PC 1", ylabel="PC 2", title=f"embedding PCA at step {step}")
+    ax_pca.legend(loc="best", fontsize=7)
+    return fig
+
+
+class StaircaseExplorer(Dashboard):
+    """The staircase dashboard; build it with :func:`staircase_explorer`."""
+
+    def __init__(self, settings: SweepSettings, cache_dir=None) -> None:
+        import ipywidgets as w
+
+        super().__init__()
+        self.settings, self.cache_dir = settings, cache_dir
+        self.job: BackgroundJob | None = None
+        self._extra: dict[tuple[str, float], StaircaseSweep] = {}  # (optimizer, γ) -> one-γ sweep
+        self._sweeps = {settings.optimizer: staircase_sweep(settings, cache_dir)}
+        self._current = settings.optimizer  # the optimizer whose sweep the controls index
+        self._quiet = False
+        sweep = self._sweeps[settings.optimizer]
+        last = int(sweep.steps[-1])
+        every = settings.record_every
+        self.out = w.Output(layout=w.Layout(min_height="250px"))
+        self.gamma = w.SelectionSlider(options=self._gamma_options(), description="γ", continuous_update=False)
+        self.gamma.value = min(self.gamma.options, key=lambda o: abs(o[1] - 1.0))[1]
+        self.step = w.IntSlider(value=last // 2 // every * every, min=0, max=last, step=every,
+                                description="step", continuous_update=False)
+        self.play = w.Play(value=self.step.value, min=0, max=last, step=every, interval=150, description="play")
+        w.jslink((self.play, "value"), (self.step, "value"))
+        self.orders = w.SelectMultiple(options=[(f"order {o}", o) for o in sweep.orders], value=tuple(sweep.orders),
+                                       description="orders", rows=len(sweep.orders))
+        self.optimizer = w.ToggleButtons(options=list(OPTIMIZER_LR), value=settings.optimizer, description="optimizer")
+        self.seed = w.Dropdown(options=list(settings.seeds), value=settings.seeds[0], description="seed")
+        self.new_gamma = w.BoundedFloatText(value=0.9, min=0.05, max=3.0, step=0.05, description="train γ")
+        self.train_button = w.Button(description="train", tooltip="train this γ in the background")
+        self.progress = w.FloatProgress(value=0.0, min=0.0, max=1.0, description="idle")
+        self.status = w.Label("")
+        for control in (self.gamma, self.step, self.orders, self.seed):
+            control.observe(self._on_change, names="value")
+        self.optimizer.observe(self._on_optimizer, names="value")
+        self.train_button.on_click(lambda _: self.train_gamma(self.new_gamma.value))
+        self.widget = w.VBox([
+            w.HBox([self.gamma, self.seed, self.optimizer]),
+            w.HBox([self.play, self.step, self.orders]),
+            w.HBox([self.new_gamma, self.train_button, self.progress, self.status]),
+            self.out,
+        ])
+        self.redraw()
+
+    def _gamma_options(self) -> list[tuple[str, float]]:
+        opt = self._current
+        grid = set(self._sweeps[opt].gammas)
+        extra = {g for (o, g) in self._extra if o == opt}
+        return [(f"{g:g}", g) for g in sorted(grid | extra)]
+
+    def _locate(self, gamma: float) -> tuple[StaircaseSweep, int]:
+        opt = self._current
+        if (opt, gamma) in self._extra:
+            return self._extra[(opt, gamma)], 0
+        sweep = self._sweeps[opt]
+        return sweep, sweep.gammas.index(gamma)
+
+    def redraw(self) -> None:
+        """Index the cached sweep with the current controls and redraw the figure."""
+        sweep, gi = self._locate(self.gamma.value)
+        si = sweep.seeds.index(self.seed.value)
+        ti = int(torch.argmin((sweep.steps - self.step.value).abs()))
+        self._show(draw_staircase(sweep, gi, si, ti, sorted(self.orders.value)), self.out)
+
+    def _on_change(self, _change=None) -> None:
+        if not self._quiet:
+            self.redraw()
+
+    def _refresh_gammas(self, select: float | None = None) -> None:
+        keep = self.gamma.value if select is None else select
+        self._quiet = True
+        try:
+            self.gamma.options = self._gamma_options()
+            values = [v for _, v in self.gamma.options]
+            self.gamma.value = keep if keep in values else min(values, key=lambda v: abs(v - keep))
+        finally:
+            self._quiet = False
+        self.redraw()
+
+    def _on_optimizer(self, change) -> None:
+        opt = change["new"]
+        if opt in self._sweeps:
+            self._switch(opt)
+            return
+        settings = replace(self.settings, optimizer=opt, lr=OPTIMIZER_LR[opt])
+
+        def done(sweep: StaircaseSweep) -> None:
+            self._sweeps[opt] = sweep
+            if self.optimizer.value == opt:
+                self._switch(opt)
+
+        self._start(f"training the {opt} sweep", lambda report: staircase_sweep(settings, self.cache_dir, report), done)
+
+    def _switch(self, opt: str) -> None:
+        self._current = opt
+        self._refresh_gammas()
+
+    def train_gamma(self, gamma: float) -> BackgroundJob | None:
+        """Train ``gamma`` (all seeds) in the background and add it to the γ slider when done."""
+        if not (isinstance(gamma, (int, float)) and math.isfinite(gamma) and gamma > 0):
+            raise ValueError(f"γ must be a positive number, got {gamma!r}")
+        gamma, opt = float(gamma), self._current
+        if gamma in [v for _, v in self.gamma.options]:
+            self.gamma.value = gamma
+            return None
+        settings = replace(self.settings, optimizer=opt, lr=OPTIMIZER_LR[opt], gammas=(gamma,))
+
+        def done(sweep: StaircaseSweep) -> None:
+            self._extra[(opt, gamma)] = sweep
+            if self._current == opt:
+                self._refresh_gammas(select=gamma)
+
+        return self._start(f"training γ = {gamma:g}", lambda report: staircase_sweep(settings, self.cache_dir, report), done)
+
+    def _start(self, what: str, fn, on_done) -> BackgroundJob | None:
+        if self.job is not None and self.job.running:
+            self.status.value = "busy: wait for the current training to finish"
+            return None
+        self.progress.value, self.progress.description, self.status.value = 0.0, "training", what + " ..."
+
+        def finished(result) -> None:
+            on_done(result)
+            self.progress.value, self.progress.description, self.status.value = 1.0, "done", what + ": done"
+
+        def failed(exc: BaseException) -> None:
+            self.progress.description, self.status.value = "failed", f"{what} failed: {exc}"
+
+        self.job = BackgroundJob(fn, finished, failed, lambda f: setattr(self.progress, "value", f))
+        return self.job
+
+
+def staircase_explorer(settings: SweepSettings | None = None, cache_dir=None) -> StaircaseExplorer:
+    """Build the staircase dashboard (trains or loads the sweep first); display the returned object."""
+    return StaircaseExplorer(settings or sweep_settings(), cache_dir)

@@ -1,0 +1,141 @@
+"""Alignment metrics, stair detection, the E1 prediction and the staircase experiment."""
+
+import json
+
+import pytest
+import torch
+
+from ctxlab.align import (
+    Plateau,
+    align_trajectory,
+    cka,
+    find_plateaus,
+    match_plateaus,
+    permutation_baseline,
+    ridge_r2,
+    rsa,
+    signature_rank,
+    stair_onsets,
+    subspace_fraction,
+)
+from ctxlab.models import make_model
+from ctxlab.signatures import label_signature
+from ctxlab.tasks import hierarchy_task, xor_task
+from ctxlab.theory import cosine_per_model, embedding_velocity, mlp_embedding_velocity, plateau_levels
+
+
+@pytest.fixture(scope="module")
+def sig1():
+    return label_signature(hierarchy_task().population, 1, "incremental")
+
+
+def test_cka_invariances_and_range(sig1):
+    g = torch.Generator().manual_seed(0)
+    E = torch.randn(27, 16, generator=g)
+    Q, _ = torch.linalg.qr(torch.randn(16, 16, generator=g))
+    base = float(cka(E, sig1))
+    assert 0 <= base <= 1
+    assert float(cka(E @ Q, sig1)) == pytest.approx(base, abs=1e-10)
+    assert float(cka(3.7 * E + 2.0, sig1)) == pytest.approx(base, abs=1e-10)
+    assert float(cka(sig1.matrix, sig1)) == pytest.approx(1.0, abs=1e-6)
+
+
+def test_metrics_are_perfect_on_the_signature_and_batched(sig1):
+    S = sig1.matrix
+    E = S @ torch.randn(9, 8, generator=torch.Generator().manual_seed(1))
+    assert float(subspace_fraction(E, sig1)) == pytest.approx(1.0, abs=1e-6)
+    assert float(ridge_r2(E, sig1)) > 0.95
+    assert float(rsa(S, sig1)) == pytest.approx(1.0, abs=1e-6)
+    stack = torch.stack([E, torch.randn(27, 8)])[None]  # [1, 2, V, d]
+    assert cka(stack, sig1).shape == (1, 2)
+
+
+def test_random_embedding_scores_near_chance(sig1):
+    g = torch.Generator().manual_seed(2)
+    E = torch.randn(200, 27, 32, generator=g)
+    chance = signature_rank(sig1) / 26
+    assert float(subspace_fraction(E, sig1).mean()) == pytest.approx(chance, abs=0.02)
+    assert float(cka(E, sig1).mean()) > 0.05  # small V: a random E scores well above zero
+    null = permutation_baseline("cka", E[0], sig1, n=50)
+    assert null.shape == (50,)
+
+
+def test_alignment_errors(sig1):
+    with pytest.raises(ValueError, match="token rows"):
+        cka(torch.randn(10, 4), sig1)
+    with pytest.raises(ValueError, match="unknown alignment metric"):
+        permutation_baseline("mutual_info", torch.randn(27, 4), sig1)
+
+
+def test_stair_detection_on_a_synthetic_curve():
+    steps = torch.arange(0, 1001, 5)
+    levels = [1.0, 0.6, 0.2]
+    loss = torch.where(steps < 200, 1.0, torch.where(steps < 600, 0.6, 0.2)).float()
+    onsets = stair_onsets(steps, loss[None], levels)
+    assert onsets.tolist() == [[200, 600]]
+    found = find_plateaus(steps, loss)
+    assert [round(p.level, 3) for p in found] == [1.0, 0.6, 0.2]
+    assert [p.level for p in match_plateaus(found, levels)] == pytest.approx([1.0, 0.6, 0.2])
+    assert match_plateaus([Plateau(0, 100, 0.9)], levels)[2] is None
+
+
+@pytest.mark.parametrize("task_factory", [hierarchy_task, xor_task])
+def test_e1_matches_autograd_at_small_init(task_factory):
+    task = task_factory()
+    for gamma in (1.0, 1.5):
+        model = make_model("mlp", task, gamma=[gamma] * 3, seed=[0, 1, 2])
+        cos = cosine_per_model(mlp_embedding_velocity(model, task.population), embedding_velocity(model, task.population))
+        assert float(cos.min()) >= 0.999
+    standard = make_model("mlp", task, gamma=[0.5] * 3, seed=[0, 1, 2])
+    cos = cosine_per_model(mlp_embedding_velocity(standard, task.population), embedding_velocity(standard, task.population))
+    assert float(cos.max()) < 0.999  # visibly worse at standard init
+
+
+def test_e1_refuses_relu():
+    task = xor_task()
+    with pytest.raises(ValueError, match="ReLU"):
+        mlp_embedding_velocity(make_model("mlp", task, activation="relu"), task.population)
+
+
+def test_align_trajectory_shapes():
+    task = hierarchy_task()
+    from ctxlab.train import train
+
+    traj = train(make_model("mlp", task, gamma=[1.0, 1.0], seed=[0, 1], hidden=16), task.population, 10, progress=False)
+    sigs = [label_signature(task.population, k) for k in (1, 2)]
+    out = align_trajectory(traj, sigs, "cka", relative_to_init=True)
+    assert set(out) == {"label1-incremental", "label2-incremental"}
+    assert out["label1-incremental"].shape == (2, traj.steps.numel())
+
+
+@pytest.mark.slow
+def test_staircase_experiment_shows_the_stairs(tmp_path):
+    """The issue's acceptance numbers: plateaus at the entropies for gamma = 1, merged stairs at 0.5."""
+    from ctxlab.cli import main
+
+    out = tmp_path / "figs"
+    assert main(["staircase", "--out", str(out), "--json", str(out / "s.json"), "--no-progress", "--profile", "quick"]) == 0
+    assert (out / "staircase.png").stat().st_size > 10_000
+    data = json.loads((out / "s.json").read_text())
+    levels = plateau_levels(hierarchy_task().population)
+    assert data["task"] == "hierarchy" and data["gammas"] == [0.5, 1.0, 1.5] and data["seconds"] > 0
+    runs = {(r["gamma"], r["seed"]): r for r in data["runs"]}
+    for seed in range(3):
+        stairs = runs[(1.0, seed)]["stairs"]
+        for stair in stairs:
+            assert stair["predicted_loss"] == pytest.approx(levels[stair["order"]], abs=1e-5)
+            assert abs(stair["measured_plateau_loss"] - stair["predicted_loss"]) <= 0.02, stair
+        onsets = [s["onset_step"] for s in stairs]
+        assert onsets == sorted(onsets) and len(set(onsets)) == 3
+    first_plateau = {g: min(runs[(g, s)]["stairs"][0]["plateau_steps"] for s in range(3)) for g in (1.0,)}
+    merged = max(runs[(0.5, s)]["stairs"][0]["plateau_steps"] for s in range(3))
+    assert merged * 5 <= first_plateau[1.0]
+
+
+def test_cli_rejects_bad_input(capsys):
+    from ctxlab.cli import main
+
+    assert main(["staircase", "--gammas", "0", "--steps", "5", "--out", "/tmp/ctxlab-bad"]) == 2
+    assert "gamma must be a positive" in capsys.readouterr().err
+    assert main(["staircase", "--device", "tpu", "--steps", "5", "--out", "/tmp/ctxlab-bad"]) == 2
+    assert main(["staircase", "--optimizer", "lion", "--steps", "5", "--out", "/tmp/ctxlab-bad"]) == 2

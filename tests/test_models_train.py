@@ -1,0 +1,115 @@
+"""Models and training: init scale, ensembles equal separate runs, determinism, optimizers, errors."""
+
+import pytest
+import torch
+
+from ctxlab.models import EmbAttention, ensemble_grid, make_model
+from ctxlab.tasks import hierarchy_task, xor_task
+from ctxlab.train import cross_entropy, relative_gradient_rates, train
+
+
+@pytest.fixture(scope="module")
+def task():
+    return hierarchy_task()
+
+
+def test_init_scale_follows_gamma(task):
+    model = make_model("mlp", task, d=64, hidden=256, gamma=[0.5, 1.0], seed=[0, 0])
+    for k, gamma in enumerate([0.5, 1.0]):
+        assert float(model.embedding[k].detach().std()) == pytest.approx(64 ** (-gamma), rel=0.05)
+        assert float(model.w1[k].detach().std()) == pytest.approx((3 * 64) ** (-gamma), rel=0.05)
+        assert float(model.w2[k].detach().std()) == pytest.approx(256 ** (-gamma), rel=0.05)
+
+
+@pytest.mark.parametrize("kind", ["mlp", "attention"])
+@pytest.mark.parametrize("optimizer", ["gd", "adam"])
+def test_ensemble_equals_separate_models(kind, optimizer):
+    task = hierarchy_task(block=3)
+    gammas, seeds = [0.75, 1.0, 1.25], [3, 4, 5]
+    lrs = [0.5, 1.0, 0.7] if optimizer == "gd" else [1e-2, 2e-2, 5e-3]
+    together = train(make_model(kind, task, gamma=gammas, seed=seeds, hidden=32), task.population, 30,
+                     optimizer=optimizer, lr=lrs, progress=False)
+    for k in range(3):
+        alone = train(make_model(kind, task, gamma=gammas[k], seed=seeds[k], hidden=32), task.population, 30,
+                      optimizer=optimizer, lr=lrs[k], progress=False)
+        torch.testing.assert_close(together.loss[k], alone.loss[0], rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(together.embeddings[k], alone.embeddings[0], rtol=1e-4, atol=1e-6)
+
+
+def test_training_is_deterministic_and_records_requested_steps(task):
+    def run():
+        model = make_model("mlp", task, gamma=1.0, seed=7, hidden=32)
+        return train(model, task.population, 40, record_steps=[0, 10, 40], progress=False)
+
+    a, b = run(), run()
+    assert a.steps.tolist() == [0, 10, 40]
+    assert torch.equal(a.loss, b.loss) and torch.equal(a.embeddings, b.embeddings)
+    assert a.loss[0, 0] == pytest.approx(torch.log(torch.tensor(3.0)).item(), abs=1e-4)
+
+
+def test_gradient_descent_lowers_the_loss_and_sgd_uses_minibatches(task):
+    model = make_model("mlp", task, gamma=0.5, seed=0, hidden=32)
+    traj = train(model, task.population, 200, lr=1.0, progress=False)
+    assert float(traj.loss[0, -1]) < float(traj.loss[0, 0]) - 0.1
+    sample = task.sample(2000, seed=0)
+    sgd = train(make_model("mlp", task, gamma=0.5, seed=0, hidden=32), sample, 50, optimizer="sgd",
+                lr=0.5, batch_size=64, progress=False)
+    assert sgd.loss.shape == (1, 51)
+
+
+def test_probes_are_recorded(task):
+    model = make_model("attention", task, gamma=[1.0, 1.0], seed=[0, 1], hidden=16)
+    traj = train(model, task.population, 20, record_every=10, progress=False,
+                 probes={"qk": lambda m: m.qk_norm(), "attn": lambda m: m.attention(task.population.x).mean(1)})
+    assert traj.extras["qk"].shape == (2, 3) and traj.extras["attn"].shape == (2, 3, 3, 3)
+    # at small init, attention is uniform: 1/L everywhere
+    torch.testing.assert_close(traj.extras["attn"][:, 0], torch.full((2, 3, 3), 1 / 3), atol=1e-4, rtol=0)
+
+
+def test_query_key_weights_are_frozen_at_small_init():
+    """Scores are O(eps^4): W_Q, W_K move ~1e4 times slower than the value path (E, W_V)."""
+    task = xor_task()
+    model = EmbAttention(task.vocab_size, task.seq_len, task.n_labels, gamma=[1.0], seed=[0])
+    rates = {k: float(v[0]) for k, v in relative_gradient_rates(model, task.population).items()}
+    assert min(rates["embedding"], rates["w_v"]) > 1e3 * max(rates["w_q"], rates["w_k"])
+
+
+def test_ensemble_grid_is_gamma_major():
+    assert ensemble_grid([0.5, 1.0], [0, 1]) == ([0.5, 0.5, 1.0, 1.0], [0, 1, 0, 1])
+
+
+def test_bad_inputs_raise_clear_errors(task):
+    with pytest.raises(ValueError, match="gamma must be a positive"):
+        make_model("mlp", task, gamma=0.0)
+    with pytest.raises(ValueError, match="gamma must be a positive"):
+        make_model("mlp", task, gamma=-1)
+    with pytest.raises(ValueError, match="same length"):
+        make_model("mlp", task, gamma=[1.0, 0.5], seed=[0, 1, 2])
+    with pytest.raises(ValueError, match="unknown model"):
+        make_model("rnn", task)
+    with pytest.raises(ValueError, match="unknown activation"):
+        make_model("mlp", task, activation="swish")
+    model = make_model("mlp", task)
+    with pytest.raises(ValueError, match="unknown optimizer"):
+        train(model, task.population, 5, optimizer="lion")
+    with pytest.raises(ValueError, match="unknown device"):
+        train(model, task.population, 5, device="tpu")
+    with pytest.raises(ValueError, match="does not fit the model"):
+        train(model, xor_task().population, 5)
+    with pytest.raises(ValueError, match="length 3"):
+        model(torch.zeros(4, 2, dtype=torch.long))
+    with pytest.raises(ValueError, match="token ids"):
+        model(torch.full((4, 3), 99))
+    with pytest.raises(ValueError, match="lr must be"):
+        train(model, task.population, 5, lr=[0.1, 0.2])
+    with pytest.raises(ValueError, match="batch_size"):
+        train(model, task.population, 5, optimizer="sgd")
+
+
+def test_cross_entropy_soft_and_hard_labels_agree(task):
+    model = make_model("mlp", task, gamma=0.5, seed=1)
+    sample = task.sample(50, seed=0)
+    logits = model(sample.x)
+    hard = cross_entropy(logits, sample)
+    manual = torch.nn.functional.cross_entropy(logits[0], sample.y)
+    torch.testing.assert_close(hard[0], manual)

@@ -1,0 +1,195 @@
+"""Dashboards without a frontend: compute/draw functions, slider changes, the background path.
+
+Traitlets fire observers synchronously, so setting ``.value`` runs the redraw; we compare the
+last drawn Figure's data and PNG bytes (an ``Output`` captures nothing without a frontend).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from ctxlab.widgets import (  # noqa: E402
+    AttentionSettings,
+    SignatureSettings,
+    SweepSettings,
+    attention_explorer,
+    compute_attention_sweep,
+    compute_signature,
+    compute_sweep,
+    draw_attention,
+    draw_signature,
+    draw_staircase,
+    embedding_pca,
+    signature_explorer,
+    staircase_explorer,
+    staircase_sweep,
+    sweep_settings,
+)
+
+TINY = SweepSettings(task_args=(("block", 3),), gammas=(0.75, 1.0), seeds=(0, 1), steps=60, d=8, hidden=16,
+                     record_every=10)
+TINY_ATTN = AttentionSettings(task_args=(("block", 3),), gammas=(0.75, 1.0), steps=40, d=8, hidden=16,
+                              record_every=10)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny models on a shared 2-core box: one torch thread is ~100x faster than two under load."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def sweep():
+    return staircase_sweep(TINY)
+
+
+def _lines(fig):
+    return [np.asarray(line.get_ydata(), dtype=float).copy() for ax in fig.axes for line in ax.get_lines()]
+
+
+def _offsets(fig):
+    return [c.get_offsets().copy() for ax in fig.axes for c in ax.collections]
+
+
+def test_compute_sweep_shapes(sweep):
+    G, S, T = 2, 2, 7
+    assert sweep.loss.shape == (G, S, T)
+    assert sweep.embeddings.shape == (G, S, T, 9, 8)
+    assert sweep.alignment.shape == (G, S, 3, T)
+    assert sweep.orders == [1, 2, 3]
+    assert sweep.steps.tolist() == [0, 10, 20, 30, 40, 50, 60]
+    assert len(sweep.levels) == 4 and sweep.levels[0] > sweep.levels[-1]
+    assert bool(torch.isfinite(sweep.alignment).all())
+
+
+def test_sweep_is_cached_and_deterministic(sweep):
+    assert staircase_sweep(TINY) is sweep
+    again = compute_sweep(TINY)
+    torch.testing.assert_close(again.loss, sweep.loss)
+
+
+def test_disk_cache_round_trip(tmp_path):
+    settings = dataclasses.replace(TINY, steps=20, gammas=(1.0,), seeds=(0,))
+    first = staircase_sweep(settings, cache_dir=tmp_path)
+    assert len(list(tmp_path.glob("*.pt"))) == 1
+    from ctxlab.widgets.staircase import _SWEEPS
+
+    _SWEEPS.clear()
+    loaded = staircase_sweep(settings, cache_dir=tmp_path)
+    assert loaded is not first
+    torch.testing.assert_close(loaded.loss, first.loss)
+
+
+def test_bad_settings_are_explained():
+    with pytest.raises(ValueError, match="toggles between"):
+        sweep_settings(optimizer="lbfgs")
+    with pytest.raises(ValueError, match="at least one"):
+        compute_sweep(dataclasses.replace(TINY, gammas=()))
+
+
+def test_draw_staircase_depends_on_selection(sweep):
+    a = draw_staircase(sweep, 0, 0, 2)
+    b = draw_staircase(sweep, 1, 0, 2)
+    c = draw_staircase(sweep, 0, 0, 5)
+    assert len(a.axes) == 3
+    assert any(not np.allclose(x, y) for x, y in zip(_lines(a), _lines(b)))
+    assert any(not np.allclose(x, y) for x, y in zip(_offsets(a), _offsets(c)))
+    only_first = draw_staircase(sweep, 0, 0, 2, orders=[1])
+    assert len(only_first.axes[1].get_lines()) == 2  # one order + the step marker
+    with pytest.raises(IndexError, match="step_index"):
+        draw_staircase(sweep, 0, 0, 99)
+    with pytest.raises(ValueError, match="orders"):
+        draw_staircase(sweep, 0, 0, 0, orders=[4])
+
+
+def test_embedding_pca_is_stable_under_sign():
+    E = torch.randn(9, 8, generator=torch.Generator().manual_seed(0))
+    torch.testing.assert_close(embedding_pca(E), embedding_pca(-E))
+
+
+def test_staircase_explorer_sliders_redraw(sweep):
+    dash = staircase_explorer(TINY)
+    assert dash.redraws == 1 and dash.png.startswith(b"\x89PNG")
+    before_lines, before_png = _lines(dash.figure), dash.png
+    dash.gamma.value = 0.75 if dash.gamma.value != 0.75 else 1.0
+    assert dash.redraws == 2
+    assert any(not np.allclose(x, y) for x, y in zip(before_lines, _lines(dash.figure)))
+    assert dash.png != before_png
+    before_points = _offsets(dash.figure)
+    dash.step.value = 60
+    assert any(not np.allclose(x, y) for x, y in zip(before_points, _offsets(dash.figure)))
+    dash.orders.value = (2,)
+    assert len(dash.figure.axes[1].get_lines()) == 2
+    before_lines = _lines(dash.figure)
+    dash.seed.value = 1
+    assert any(not np.allclose(x, y) for x, y in zip(before_lines, _lines(dash.figure)))
+    assert "application/vnd.jupyter.widget-view+json" in dash._repr_mimebundle_()
+
+
+def test_train_gamma_in_background_adds_it_to_the_slider(sweep):
+    dash = staircase_explorer(TINY)
+    redraws = dash.redraws
+    job = dash.train_gamma(0.9)
+    job.join(timeout=60)
+    assert job.error is None and not job.running
+    assert 0.9 in [v for _, v in dash.gamma.options]
+    assert dash.gamma.value == 0.9 and dash.redraws > redraws
+    assert dash.progress.value == 1.0 and "done" in dash.status.value
+    assert dash.out.outputs and "image/png" in dash.out.outputs[0]["data"]  # the worker-thread redraw
+    assert dash.train_gamma(0.9) is None  # already there: just selected
+    with pytest.raises(ValueError, match="positive"):
+        dash.train_gamma(-1.0)
+
+
+def test_optimizer_toggle_trains_the_other_sweep_in_background(sweep):
+    dash = staircase_explorer(TINY)
+    dash.optimizer.value = "adam"
+    dash.job.join(timeout=60)
+    assert dash.job.error is None
+    assert dash._current == "adam" and "adam" in dash.figure.axes[0].get_title()
+    dash.optimizer.value = "gd"  # cached: switches at once, no job
+    assert "gd" in dash.figure.axes[0].get_title()
+
+
+def test_signature_compute_draw_and_explorer():
+    view = compute_signature(SignatureSettings(task_args=(("block", 3),), order=2))
+    assert view.signature.matrix.shape[0] == 9 and view.signature.order == 2
+    fig = draw_signature(view, 4)
+    assert len(fig.axes) == 3
+    with pytest.raises(IndexError, match="token"):
+        draw_signature(view, 9)
+    dash = signature_explorer(SignatureSettings(task_args=(("block", 3),)))
+    heights = [p.get_height() for p in dash.figure.axes[0].patches]
+    dash.token.value = 4
+    assert heights != [p.get_height() for p in dash.figure.axes[0].patches]
+    before = dash.figure.axes[1].images[0].get_array().copy()
+    dash.kind.value = "context"
+    assert not np.array_equal(before, dash.figure.axes[1].images[0].get_array())
+    redraws = dash.redraws
+    dash.order.value = 3  # a context signature of order 3 needs 4 positions: explained, not raised
+    assert "at most order 2" in dash.status.value and dash.redraws == redraws
+
+
+def test_attention_compute_draw_and_explorer():
+    result = compute_attention_sweep(TINY_ATTN, progress=False)
+    assert result.attention.shape == (2, 1, 5, 3, 3) and result.qk_norm.shape == (2, 1, 5)
+    torch.testing.assert_close(result.attention.sum(-1), torch.ones(2, 1, 5, 3))
+    assert len(draw_attention(result, 1, 4).axes) == 4  # map, loss, its qk twin, qk vs loss
+    dash = attention_explorer(TINY_ATTN)
+    before = dash.figure.axes[0].images[0].get_array().copy()
+    dash.step.value = 0
+    assert not np.array_equal(before, dash.figure.axes[0].images[0].get_array())
+    before = _lines(dash.figure)
+    dash.gamma.value = 1
+    assert any(not np.allclose(x, y) for x, y in zip(before, _lines(dash.figure)))
