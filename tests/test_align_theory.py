@@ -31,8 +31,8 @@ def sig1():
 
 def test_cka_invariances_and_range(sig1):
     g = torch.Generator().manual_seed(0)
-    E = torch.randn(27, 16, generator=g)
-    Q, _ = torch.linalg.qr(torch.randn(16, 16, generator=g))
+    E = torch.randn(27, 16, generator=g, dtype=torch.float64)
+    Q, _ = torch.linalg.qr(torch.randn(16, 16, generator=g, dtype=torch.float64))
     base = float(cka(E, sig1))
     assert 0 <= base <= 1
     assert float(cka(E @ Q, sig1)) == pytest.approx(base, abs=1e-10)
