@@ -29,7 +29,7 @@ def staircase_figure(result, metric_label: str = "CKA(ΔE, ΔSᵏ)") -> Figure:
             if col == 0:
                 top.annotate(f"H{order} = {level:.3f}", (steps[-1], level), xytext=(-4, 3),
                              textcoords="offset points", ha="right", fontsize=8, color="dimgrey")
-        top.set_title(f"γ = {g:g}  ({len(models)} seeds)")
+        top.set_title(f"γ = {g:g}  ({len(models)} seed{'s' if len(models) > 1 else ''})")
         for name, curves in result.alignment.items():
             order = int(name.split("-")[0][-1])
             color = ORDER_COLORS[order % len(ORDER_COLORS)]

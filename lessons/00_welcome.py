@@ -1,0 +1,129 @@
+# %% [markdown]
+# # Lesson 00 — Welcome: the Context Staircase
+#
+# **Learning goals.** After this lesson you know
+# 1. the question the course answers, and what a "staircase" in a loss curve is;
+# 2. how lessons, exercises, grading and the `ctxlab` command fit together;
+# 3. how to run any experiment at full scale on a GPU.
+#
+# **Prerequisites.** Python, a little PyTorch, cross-entropy. **Run time.** About 20 seconds on a CPU.
+
+# %% [markdown]
+# ## The question
+#
+# A language model turns every token into a vector, its *embedding*, and learns those vectors from
+# scratch. Nobody tells the model that "queen" should sit near "king". Yet trained embeddings are full
+# of structure. **Where does it come from, and in what order does it appear?**
+#
+# The paper behind this course (Yao, Hang and Xu, *Context Staircase: Signature-Aligned Dynamics of
+# Token Embeddings under Small Initialization*, 2026) gives an answer for training that starts from
+# **small initialization**. Embeddings first line up with the simplest statistic that links a token to
+# its label. That statistic is the token's *probability signature* of order 1. Later the embeddings
+# reflect signatures that involve one, then two, then more context tokens. The loss shows this as a
+# staircase: it rests on a plateau, drops, rests again, and each plateau sits at the best loss that
+# statistics of that order can reach.
+#
+# > **Paper vs. this course.** From the paper's abstract: embeddings learn low-order signatures before
+# > high-order ones; early in training they align with the context-free token→label signature; a
+# > gradient-flow analysis under small initialization explains this for feed-forward and
+# > self-attention models; the picture extends to real language models; and the structure matters for
+# > task learning. Only the abstract is public. The tasks, models, metrics and settings below are
+# > **this course's reconstruction**, chosen because they show the effect cleanly on a CPU.
+
+# %% [markdown]
+# ## One experiment, the whole story
+#
+# The next cell trains a small network on a synthetic task (lesson 01 takes it apart). The label
+# depends on one key token with probability 0.4, on the key and one more token with probability 0.3,
+# and on all three tokens with probability 0.3. The model is an embedding table followed by a one-layer
+# MLP (GELU). Plain gradient descent updates it on the exact population. Every weight starts at scale
+# fan_in^(−γ): **γ = 0.5 is the usual "standard" initialization, and γ = 1 or 1.5 is small
+# initialization.**
+#
+# *Think first:* if the model learned everything at once, what would the loss curve look like? And
+# what if it learned the one-token rule first, then the two-token rule, then the three-token rule?
+
+# %%
+import matplotlib.pyplot as plt
+
+from ctxlab.experiments import staircase
+from ctxlab.plots import staircase_figure
+
+result = staircase(gammas=(0.5, 1.0, 1.5), seeds=(0,), profile="quick")
+staircase_figure(result)
+plt.show()
+
+# %% [markdown]
+# **Top row:** the loss (black) against gradient-descent steps. The dashed lines are *predicted*
+# before any training: H0 = ln 3 is the loss of a uniform guess. H1, H2 and H3 are the conditional
+# entropies of the label given the first one, two and three tokens. They are the lowest losses
+# that statistics of order 1, 2 and 3 can reach. At small initialization the loss sits on each
+# dashed line in turn. At standard initialization (γ = 0.5) the stairs run together.
+#
+# **Bottom row:** how closely the *change* in the embedding, E(t) − E(0), lines up with the order-1,
+# order-2 and order-3 signatures. The measure is CKA, 1 = perfect (lesson 02). Order 1 peaks first,
+# while the loss rests near H1, and the higher orders take over later.
+#
+# The run measures the same things in numbers. For each stair: the step where the loss first falls
+# below the midpoint between two predicted levels (the *onset*), and the level of the plateau found
+# there.
+
+# %%
+print(result.table())
+
+# %% [markdown]
+# Compare the measured plateaus with the predictions, rounded to two decimals:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+print("predicted:", [round(h, 2) for h in result.levels[1:]])
+for k, gamma in enumerate(result.gammas):
+    measured = [None if s is None else round(s.level, 2) for s in result.stairs[k]]
+    onsets = result.onsets[k].tolist()
+    print(f"gamma {gamma}: measured {measured}, onsets in order: {onsets == sorted(onsets)}")
+
+# %% [markdown]
+# Three things to take away, each a later lesson:
+# * **Plateaus sit at conditional entropies** (lessons 01 and 03): a model that has learned order-k
+#   statistics, and nothing more, reaches exactly H(Y | the best k tokens).
+# * **Small initialization separates the stairs** (lessons 03–05): tiny weights make the early
+#   gradient a simple function of the order-1 signature. You can derive and check that.
+# * **The embedding follows the signature of the stair it is on** (lessons 02, 06, 07): the
+#   alignment curves peak in order.
+
+# %% [markdown]
+# ## How the course works
+#
+# * **Lessons** (`lessons/NN_slug.ipynb`) read top to bottom. Each one states its goals and run time,
+#   asks you to *think* before it shows a result, and backs every claim with a figure computed in the
+#   notebook. Each `.ipynb` is built from a plain-text source `lessons/NN_slug.py`.
+# * **Exercises** (`exercises/NN_slug.ipynb`) have cells marked `# YOUR CODE HERE`. Fill them in and
+#   run the check cell below each one. It prints `PASS check_…`, or raises an error with a hint that
+#   says what was expected and what came back. The checks also try hidden cases, so a hard-coded
+#   answer will not pass.
+# * **Grading** a whole notebook on a fresh kernel: `ctxlab grade exercises/01_signatures.ipynb`
+#   prints a score table. `pytest --nbval-lax exercises/01_signatures.ipynb` gives the same verdict.
+#   Worked solutions are in `solutions/`.
+# * **The library** `ctxlab` holds everything the lessons call: `tasks`, `signatures`, `models`,
+#   `train`, `align`, `theory`, `plots`, `widgets`. Read it when a lesson makes you curious.
+
+# %% [markdown]
+# ## Running at full scale on a GPU
+#
+# Every experiment picks its size from a *profile*: `quick` on a CPU (and always in CI) and `full` on
+# a GPU. Set `CTXLAB_PROFILE=full` to override. The headline experiment also runs headless:
+#
+# ```bash
+# ctxlab staircase --device cuda --profile full --seeds 5 --out figs/ --json figs/staircase.json
+# ```
+#
+# It writes the figure above as `figs/staircase.png`, prints the table, and saves every number as JSON.
+# `ctxlab doctor` (the first cell of every notebook runs it too) says which device and profile the
+# course sees.
+
+# %% [markdown]
+# ## Summary
+# * Small initialization makes embedding learning go **order by order**: order-1 signatures first,
+#   then signatures with more and more context. The loss shows a staircase with plateaus at the
+#   conditional entropies.
+# * Next, **lesson 01** builds the signatures and the entropy ladder behind the dashed lines.
