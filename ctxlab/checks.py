@@ -21,7 +21,7 @@ from typing import Any, Callable, Sequence
 import torch
 from torch import Tensor
 
-from ctxlab.signatures import conditional_entropy, joint, label_signature
+from ctxlab.signatures import conditional_entropy, interaction, joint, label_signature
 from ctxlab.tasks import Dataset, hierarchy_task, xor_task
 
 
@@ -265,14 +265,6 @@ def check_01_conditional_entropy(fn: Callable[[Dataset, tuple[int, ...]], float]
     run_check("check_01_conditional_entropy", fn, cases, number_close(atol=1e-4), diagnoses)
 
 
-def _pair_reference(data: Dataset, i: int, j: int) -> Tensor:
-    """The incremental order-2 block of (i, j) as [V (token at i), V (token at j), C]."""
-    L, V, C = data.seq_len, data.vocab_size, data.n_labels
-    block = i * (L - 1) + (j if j < i else j - 1)  # blocks run over i, then over j != i
-    matrix = label_signature(data, order=2, form="incremental").matrix
-    return matrix[:, block * V * C : (block + 1) * V * C].reshape(V, V, C)
-
-
 def check_01_pair_interaction(fn: Callable[[Dataset, int, int], Tensor]) -> None:
     """fn(data, i, j) -> [V, V, C]: P(y|s,t) - P(y|x_i=s) - P(y|x_j=t) + P(y); 0 where (s, t) never occurs."""
     h, x = _hierarchy(), xor_task().population
@@ -285,7 +277,7 @@ def check_01_pair_interaction(fn: Callable[[Dataset, int, int], Tensor]) -> None
         ("hierarchy task with random weights", reweighted(h, seed=4), 0, 1, True),
         ("hierarchy task, 3000 samples", hierarchy_task().sample(3000, seed=5), 1, 2, True),
     ]
-    cases = [Case(f"{label}, (i, j) = ({i}, {j})", (d, i, j), _pair_reference(d, i, j), hidden) for label, d, i, j, hidden in specs]
+    cases = [Case(f"{label}, (i, j) = ({i}, {j})", (d, i, j), interaction(d, (i, j)), hidden) for label, d, i, j, hidden in specs]
 
     def raw(c: Case) -> Tensor:
         d, i, j = c.args

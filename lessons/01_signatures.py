@@ -40,6 +40,7 @@ from ctxlab.signatures import (
     conditional_entropy,
     context_signature,
     entropy_ladder,
+    interaction,
     joint,
     label_signature,
 )
@@ -277,12 +278,9 @@ def conditional_on_rows(data: Dataset, S: tuple[int, ...]) -> torch.Tensor:
 
 
 def interaction_on_rows(data: Dataset, S: tuple[int, ...]) -> torch.Tensor:
-    """The inclusion-exclusion term Delta_S at every row: [N, C]."""
-    return sum(
-        (-1) ** (len(S) - r) * conditional_on_rows(data, T)
-        for r in range(len(S) + 1)
-        for T in itertools.combinations(S, r)
-    )
+    """The inclusion-exclusion term Delta_S (``signatures.interaction``) at every row: [N, C]."""
+    table = interaction(data, S)
+    return table[tuple(data.x[:, q] for q in S)]
 
 
 subsets = [S for k in range(1, L + 1) for S in itertools.combinations(range(L), k)]

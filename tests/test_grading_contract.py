@@ -17,7 +17,7 @@ from notebook_runs import EXERCISE_NOTEBOOKS, SOLUTION_NOTEBOOKS, graded
 
 from ctxlab import checks
 from ctxlab.course import check_name, read
-from ctxlab.signatures import conditional_entropy, joint, label_signature
+from ctxlab.signatures import conditional_entropy, interaction, joint, label_signature
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ def entropy(data, positions):
 
 
 def pair(data, i, j):
-    return checks._pair_reference(data, i, j)
+    return interaction(data, (i, j))
 
 
 def pair_raw(data, i, j):

@@ -17,6 +17,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from matplotlib.figure import Figure
 
@@ -120,7 +121,16 @@ def progress_probe(total_records: int, report: Callable[[float], None]) -> Calla
 def render_png(fig: Figure) -> bytes:
     """The PNG an inline backend would show (no tight bbox: the figures lay themselves out)."""
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=fig.dpi)
+    fig.savefig(buf, format="png", dpi=fig.dpi, pil_kwargs={"compress_level": 1})
+    return buf.getvalue()
+
+
+def encode_png(rgba) -> bytes:
+    """PNG bytes of an RGBA buffer [H, W, 4] (a canvas after blitting); fast, lightly compressed."""
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray(np.asarray(rgba)).save(buf, format="png", compress_level=1)
     return buf.getvalue()
 
 
@@ -155,8 +165,8 @@ class Dashboard:
         self.png: bytes | None = None
         self.redraws = 0
 
-    def _show(self, fig: Figure, out) -> None:
-        self.figure, self.png = fig, render_png(fig)
+    def _show(self, fig: Figure, out, png: bytes | None = None) -> None:
+        self.figure, self.png = fig, render_png(fig) if png is None else png
         self.redraws += 1
         show_png(out, self.png)
 

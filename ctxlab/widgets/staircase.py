@@ -21,7 +21,7 @@ from ctxlab.signatures import label_signature
 from ctxlab.tasks import make_task
 from ctxlab.theory import plateau_levels
 from ctxlab.train import train
-from ctxlab.widgets._common import BackgroundJob, Dashboard, ResultCache, progress_probe
+from ctxlab.widgets._common import BackgroundJob, Dashboard, ResultCache, encode_png, progress_probe, render_png
 
 # The learning rate each optimizer toggle uses: GD is the gradient flow; Adam's steps are lr-sized.
 OPTIMIZER_LR = {"gd": 1.0, "adam": 0.001}
@@ -146,47 +146,114 @@ def _check_index(name: str, value: int, size: int) -> None:
         raise IndexError(f"{name} must lie in [0, {size}), got {value}")
 
 
+class StaircaseView:
+    """A Figure whose artists are updated in place for each selection.
+
+    Re-rendering reused axes costs about half of drawing a new Figure (ticks and text layouts
+    are kept). With ``blit=True`` (the dashboard) the step-dependent artists are drawn over a
+    saved background, so scrubbing the step re-renders almost nothing; such a figure is only
+    complete through :meth:`render_png`. Any sweep of the same task, seeds and orders fits.
+    """
+
+    def __init__(self, sweep: StaircaseSweep, figsize=(11.0, 3.3), dpi: int = 72, blit: bool = False) -> None:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        from ctxlab.plots import ORDER_COLORS
+
+        self.shape = (sweep.loss.shape[1], sweep.orders, sweep.roles)
+        self.figure = Figure(figsize=figsize, dpi=dpi)
+        self.ax_loss, self.ax_align, self.ax_pca = self.figure.subplots(1, 3)
+        self.figure.subplots_adjust(left=0.06, right=0.985, bottom=0.15, top=0.88, wspace=0.28)
+        steps = sweep.steps.numpy()
+        self.seed_lines = [self.ax_loss.plot(steps, steps * 0, color="lightgrey", lw=1)[0] for _ in range(self.shape[0])]
+        self.loss_line = self.ax_loss.plot(steps, steps * 0, color="black", lw=1.5)[0]
+        for order, level in enumerate(sweep.levels):
+            self.ax_loss.axhline(level, ls="--", lw=0.9, color=ORDER_COLORS[order % len(ORDER_COLORS)] if order else "grey")
+        self.markers = [ax.axvline(0, color="crimson", lw=1) for ax in (self.ax_loss, self.ax_align)]
+        self.ax_loss.set(xlabel="step", ylabel="loss (nats)", xlim=(0, steps[-1]))
+        self.order_lines = {o: self.ax_align.plot(steps, steps * 0, color=ORDER_COLORS[o % len(ORDER_COLORS)], lw=1.5,
+                                                  label=f"order {o}")[0] for o in sweep.orders}
+        self.ax_align.set(xlabel="step", ylabel="CKA(E − E₀, ΔSᵏ)", ylim=(-0.02, 1.02), xlim=(0, steps[-1]),
+                          title="alignment per order")
+        self.role_index = {role: [i for i, r in enumerate(sweep.roles) if r == role] for role in dict.fromkeys(sweep.roles)}
+        self.role_points = {role: self.ax_pca.scatter([0.0] * len(idx), [0.0] * len(idx), s=22, label=role,
+                                                      color=ROLE_COLORS[r % len(ROLE_COLORS)])
+                            for r, (role, idx) in enumerate(self.role_index.items())}
+        self.ax_pca.set(xlabel="PC 1", ylabel="PC 2")
+        self.ax_pca.legend(loc="upper left", fontsize=7)
+        FigureCanvasAgg(self.figure)
+        self.blit = blit
+        self._moving = [*self.markers, *self.role_points.values(), self.ax_pca.title]
+        for artist in self._moving:
+            artist.set_animated(blit)
+        self._background = None
+        self._static: tuple | None = None
+
+    def update(self, sweep: StaircaseSweep, gamma_index: int, seed_index: int, step_index: int,
+               orders: Sequence[int] | None = None) -> Figure:
+        """Show one (γ, seed, step) of ``sweep`` with the chosen signature orders; returns the Figure."""
+        G, S, T = sweep.loss.shape
+        _check_index("gamma_index", gamma_index, G)
+        _check_index("seed_index", seed_index, S)
+        _check_index("step_index", step_index, T)
+        if (S, sweep.orders, sweep.roles) != self.shape:
+            raise ValueError("this view was built for a sweep with other seeds, orders or tokens; make a new view")
+        orders = sweep.orders if orders is None else list(orders)
+        if any(o not in sweep.orders for o in orders):
+            raise ValueError(f"orders must be among {sweep.orders}, got {orders}")
+        step = int(sweep.steps[step_index])
+        static = (id(sweep), gamma_index, seed_index, tuple(orders))
+        if static != self._static:
+            self._static, self._background = static, None
+            self._update_static(sweep, gamma_index, seed_index, orders)
+        for marker in self.markers:
+            marker.set_xdata([step, step])
+        coords = embedding_pca(sweep.embeddings[gamma_index, seed_index, step_index]).numpy()
+        for role, points in self.role_points.items():
+            points.set_offsets(coords[self.role_index[role]])
+        self.ax_pca.set_title(f"embedding PCA at step {step}")
+        return self.figure
+
+    def _update_static(self, sweep: StaircaseSweep, gamma_index: int, seed_index: int, orders: list[int]) -> None:
+        for s, line in enumerate(self.seed_lines):
+            line.set_ydata(sweep.loss[gamma_index, s].numpy())
+        self.loss_line.set_ydata(sweep.loss[gamma_index, seed_index].numpy())
+        curves = sweep.loss[gamma_index]
+        low, high = min(float(curves.min()), sweep.levels[-1]), max(float(curves.max()), sweep.levels[0])
+        self.ax_loss.set_ylim(low - 0.03 * (high - low), high + 0.03 * (high - low))
+        self.ax_loss.set_title(f"γ = {sweep.gammas[gamma_index]:g}, seed {sweep.seeds[seed_index]}, "
+                               f"{sweep.settings.optimizer}")
+        for o, line in self.order_lines.items():
+            line.set_visible(o in orders)
+            line.set_ydata(sweep.alignment[gamma_index, seed_index, o - 1].numpy())
+        if self.ax_align.get_legend() is not None:
+            self.ax_align.get_legend().remove()
+        if orders:
+            self.ax_align.legend(handles=[self.order_lines[o] for o in sorted(orders)], loc="lower right", fontsize=8)
+        # one scale for the whole run, so the points move and the axes stay put while scrubbing
+        E = sweep.embeddings[gamma_index, seed_index]
+        lim = 1.15 * float((E - E.mean(1, keepdim=True)).norm(dim=-1).max()) or 1.0
+        self.ax_pca.set(xlim=(-lim, lim), ylim=(-lim, lim))
+
+    def render_png(self) -> bytes:
+        """The PNG of the current selection; with ``blit`` only the moving artists are redrawn."""
+        if not self.blit:
+            return render_png(self.figure)
+        canvas = self.figure.canvas
+        if self._background is None:
+            canvas.draw()
+            self._background = canvas.copy_from_bbox(self.figure.bbox)
+        else:
+            canvas.restore_region(self._background)
+        for artist in self._moving:
+            self.figure.draw_artist(artist)
+        return encode_png(canvas.buffer_rgba())
+
+
 def draw_staircase(sweep: StaircaseSweep, gamma_index: int, seed_index: int, step_index: int,
                    orders: Sequence[int] | None = None, figsize=(11.0, 3.3), dpi: int = 72) -> Figure:
     """Loss with predicted plateaus (dashed), alignment per order, and the embedding PCA at one step."""
-    from ctxlab.plots import ORDER_COLORS
-
-    G, S, T = sweep.loss.shape
-    _check_index("gamma_index", gamma_index, G)
-    _check_index("seed_index", seed_index, S)
-    _check_index("step_index", step_index, T)
-    orders = sweep.orders if orders is None else list(orders)
-    if any(o not in sweep.orders for o in orders):
-        raise ValueError(f"orders must be among {sweep.orders}, got {orders}")
-    steps, step = sweep.steps.numpy(), int(sweep.steps[step_index])
-    fig = Figure(figsize=figsize, dpi=dpi)
-    ax_loss, ax_align, ax_pca = fig.subplots(1, 3)
-    fig.subplots_adjust(left=0.06, right=0.985, bottom=0.15, top=0.88, wspace=0.28)
-
-    for s in range(S):
-        ax_loss.plot(steps, sweep.loss[gamma_index, s].numpy(), color="lightgrey", lw=1)
-    ax_loss.plot(steps, sweep.loss[gamma_index, seed_index].numpy(), color="black", lw=1.5)
-    for order, level in enumerate(sweep.levels):
-        ax_loss.axhline(level, ls="--", lw=0.9, color=ORDER_COLORS[order % len(ORDER_COLORS)] if order else "grey")
-    ax_loss.axvline(step, color="crimson", lw=1)
-    ax_loss.set(xlabel="step", ylabel="loss (nats)",
-                title=f"γ = {sweep.gammas[gamma_index]:g}, seed {sweep.seeds[seed_index]}, {sweep.settings.optimizer}")
-
-    for o in orders:
-        ax_align.plot(steps, sweep.alignment[gamma_index, seed_index, o - 1].numpy(),
-                      color=ORDER_COLORS[o % len(ORDER_COLORS)], lw=1.5, label=f"order {o}")
-    ax_align.axvline(step, color="crimson", lw=1)
-    ax_align.set(xlabel="step", ylabel="CKA(E − E₀, ΔSᵏ)", ylim=(-0.02, 1.02), title="alignment per order")
-    if orders:
-        ax_align.legend(loc="lower right", fontsize=8)
-
-    coords = embedding_pca(sweep.embeddings[gamma_index, seed_index, step_index]).numpy()
-    for r, role in enumerate(dict.fromkeys(sweep.roles)):
-        idx = [i for i, rr in enumerate(sweep.roles) if rr == role]
-        ax_pca.scatter(coords[idx, 0], coords[idx, 1], s=22, color=ROLE_COLORS[r % len(ROLE_COLORS)], label=role)
-    ax_pca.set(xlabel="PC 1", ylabel="PC 2", title=f"embedding PCA at step {step}")
-    ax_pca.legend(loc="best", fontsize=7)
-    return fig
+    return StaircaseView(sweep, figsize, dpi).update(sweep, gamma_index, seed_index, step_index, orders)
 
 
 class StaircaseExplorer(Dashboard):
@@ -203,6 +270,7 @@ class StaircaseExplorer(Dashboard):
         self._current = settings.optimizer  # the optimizer whose sweep the controls index
         self._quiet = False
         sweep = self._sweeps[settings.optimizer]
+        self.view = StaircaseView(sweep, blit=True)
         last = int(sweep.steps[-1])
         every = settings.record_every
         self.out = w.Output(layout=w.Layout(min_height="250px"))
@@ -250,7 +318,8 @@ class StaircaseExplorer(Dashboard):
         sweep, gi = self._locate(self.gamma.value)
         si = sweep.seeds.index(self.seed.value)
         ti = int(torch.argmin((sweep.steps - self.step.value).abs()))
-        self._show(draw_staircase(sweep, gi, si, ti, sorted(self.orders.value)), self.out)
+        figure = self.view.update(sweep, gi, si, ti, sorted(self.orders.value))
+        self._show(figure, self.out, self.view.render_png())
 
     def _on_change(self, _change=None) -> None:
         if not self._quiet:
