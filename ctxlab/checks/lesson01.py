@@ -1,180 +1,26 @@
-"""Exercise checks: each runs the learner's function on visible and hidden cases.
-
-A check compares what the learner's function returns with the library's reference within a
-stated tolerance, prints exactly ``PASS <check name>`` when every case agrees, and otherwise
-raises ``AssertionError``. The message's first line names the case and what went wrong (the
-score table of ``ctxlab grade`` shows that line); the next lines give expected vs got.
-Visible cases are the ones the exercise shows; hidden ones use other tasks, sizes, sampled
-data and non-uniform weights, so an answer that only fits the example does not pass.
-
-Adding a check for a new exercise is a few lines: build a list of :class:`Case`, pick a
-comparison (:func:`tensor_close`, :func:`number_close`, :func:`integer_equal`) and a few
-:class:`Diagnosis` entries for the mistakes learners make, then call :func:`run_check`.
-"""
+"""Checks for the exercises of lesson 01 (probability signatures)."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import torch
 from torch import Tensor
 
+from ctxlab.checks.core import (
+    Case,
+    Diagnosis,
+    _as_tensor,
+    _close,
+    integer_equal,
+    number_close,
+    reweighted,
+    run_check,
+    tensor_close,
+)
 from ctxlab.signatures import conditional_entropy, interaction, joint, label_signature
 from ctxlab.tasks import Dataset, hierarchy_task, xor_task
-
-
-@dataclass(frozen=True)
-class Case:
-    """One call of the learner's function and the answer it must give."""
-
-    label: str
-    args: tuple
-    expected: Any
-    hidden: bool = False
-    kwargs: dict = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Diagnosis:
-    """A recognisable mistake: ``matches(got, expected, case)`` and the hint to show when it does."""
-
-    matches: Callable[[Any, Any, Case], bool]
-    hint: str
-
-
-Compare = Callable[[Any, Any], str | None]  # returns None when equal, else what differs
-
-
-def tensor_close(atol: float) -> Compare:
-    """Compare tensors (or arrays) of the same shape elementwise within ``atol``."""
-
-    def compare(got: Any, expected: Tensor) -> str | None:
-        got_t = _as_tensor(got)
-        if got_t is None:
-            return f"expected a tensor of shape {tuple(expected.shape)}, got {type(got).__name__}"
-        if tuple(got_t.shape) != tuple(expected.shape):
-            return f"expected shape {tuple(expected.shape)}, got shape {tuple(got_t.shape)}"
-        try:
-            torch.testing.assert_close(got_t.double(), expected.double(), atol=atol, rtol=0.0, equal_nan=False)
-        except AssertionError:
-            diff = (got_t.double() - expected.double()).abs().nan_to_num(math.inf)
-            where = tuple(int(i) for i in torch.unravel_index(diff.argmax(), diff.shape))
-            return (
-                f"values differ by up to {float(diff.max()):.3g} (tolerance {atol:g}) at index {where}: "
-                f"expected {float(expected[where]):.4f}, got {float(got_t[where]):.4f}"
-            )
-        return None
-
-    return compare
-
-
-def number_close(atol: float) -> Compare:
-    """Compare a single number within ``atol``."""
-
-    def compare(got: Any, expected: float) -> str | None:
-        value = _as_float(got)
-        if value is None:
-            return f"expected a number, got {type(got).__name__}"
-        if not abs(value - expected) <= atol:
-            return f"expected {expected:.4f}, got {value:.4f} (tolerance {atol:g})"
-        return None
-
-    return compare
-
-
-def integer_equal() -> Compare:
-    """Compare an integer count exactly."""
-
-    def compare(got: Any, expected: int) -> str | None:
-        value = _as_float(got)
-        if value is None or value != int(value):
-            return f"expected an integer, got {got!r}"
-        if int(value) != expected:
-            return f"expected {expected}, got {int(value)}"
-        return None
-
-    return compare
-
-
-def run_check(
-    name: str, fn: Callable, cases: Sequence[Case], compare: Compare, diagnoses: Sequence[Diagnosis] = ()
-) -> None:
-    """Run ``fn`` on every case; print ``PASS name`` or raise ``AssertionError`` with a hint."""
-    if not callable(fn):
-        raise AssertionError(f"{name}: pass your function itself (e.g. `{name}(my_function)`), got {fn!r}")
-    for case in cases:
-        where = f"{name}, {'hidden' if case.hidden else 'visible'} case '{case.label}'"
-        try:
-            got = fn(*case.args, **case.kwargs)
-        except NotImplementedError:
-            raise AssertionError(
-                f"{name}: not done yet: {getattr(fn, '__name__', 'your function')} still raises "
-                "NotImplementedError; write your code where it says # YOUR CODE HERE"
-            ) from None
-        except Exception as err:
-            raise AssertionError(f"{where}: your function raised {type(err).__name__}: {err}") from err
-        if got is None:
-            raise AssertionError(f"{where}: your function returned None; did you forget `return`?")
-        problem = compare(got, case.expected)
-        if problem is None:
-            continue
-        hints = [d.hint for d in diagnoses if _safely(d.matches, got, case.expected, case)]
-        first = f"{where}: {hints[0]}" if hints else f"{where}: {problem}"
-        detail = f"\n  {problem}" if hints else ""
-        raise AssertionError(f"{first}{detail}\n  inputs: {_describe(case.args)}")
-    print(f"PASS {name}")
-
-
-def _safely(predicate: Callable, *args) -> bool:
-    try:
-        return bool(predicate(*args))
-    except Exception:
-        return False
-
-
-def _as_tensor(value: Any) -> Tensor | None:
-    if isinstance(value, Tensor):
-        return value.detach().cpu()
-    try:
-        return torch.as_tensor(value)
-    except Exception:
-        return None
-
-
-def _as_float(value: Any) -> float | None:
-    try:
-        return float(value.item() if hasattr(value, "item") else value)
-    except Exception:
-        return None
-
-
-def _describe(args: tuple) -> str:
-    parts = []
-    for a in args:
-        if isinstance(a, Dataset):
-            parts.append(f"Dataset(N={a.n}, L={a.seq_len}, V={a.vocab_size}, C={a.n_labels})")
-        elif isinstance(a, Tensor):
-            parts.append(f"tensor of shape {tuple(a.shape)}")
-        else:
-            parts.append(repr(a))
-    return ", ".join(parts)
-
-
-def _close(a: Any, b: Any, atol: float = 1e-4) -> bool:
-    a_t, b_t = _as_tensor(a), _as_tensor(b)
-    return a_t is not None and a_t.shape == b_t.shape and bool(torch.allclose(a_t.double(), b_t.double(), atol=atol))
-
-
-# --- datasets the hidden cases use -------------------------------------------------------------
-
-
-def reweighted(data: Dataset, seed: int) -> Dataset:
-    """The same rows with random non-uniform weights: catches code that ignores ``data.weights``."""
-    g = torch.Generator().manual_seed(seed)
-    w = torch.rand(data.n, generator=g, dtype=torch.float64) + 0.2
-    return Dataset(data.x, data.y, data.vocab_size, data.n_labels, (w / w.sum()).float())
 
 
 def _hierarchy() -> Dataset:
