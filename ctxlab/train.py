@@ -83,7 +83,7 @@ def _per_model(value, k: int, name: str, device) -> Tensor:
     return values
 
 
-class _Optimizer:
+class Optimizer:
     """Plain update rules with a per-model learning rate (torch.optim takes one lr per group)."""
 
     def __init__(self, name: str, params: list[Tensor], lr: Tensor, momentum: float, weight_decay: float,
@@ -169,7 +169,7 @@ def train(
     K = model.n_models
     rates = _per_model(lr, K, "lr", dev)
     params = [p for p in model.parameters() if p.requires_grad]
-    opt = _Optimizer(optimizer, params, rates, momentum, weight_decay)
+    opt = Optimizer(optimizer, params, rates, momentum, weight_decay)
     wanted = _record_steps(steps, record_every, record_steps)
     probes = probes or {}
     batches = torch.Generator(device="cpu").manual_seed(seed)

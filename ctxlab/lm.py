@@ -1,0 +1,206 @@
+"""A tiny GPT on real text, trained as an ensemble, with n-gram models as yardsticks.
+
+The staircase on text shows as a sequence of n-gram phases: a small-init GPT first predicts like
+the unigram model, then like the bigram, then like the trigram model. ``train_lm`` records, at
+each chosen step, the held-out loss, the embedding, and the KL divergence from the model's
+next-token distribution to each n-gram predictor (``NGramPredictor``, counted on the training text).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+from torch import Tensor, nn
+
+from ctxlab.env import device as pick_device
+from ctxlab.env import progress_enabled
+from ctxlab.models import Ensemble, _one_hot_embed
+from ctxlab.train import Optimizer, Trajectory, _per_model, _record_steps
+
+
+class TinyGPT(Ensemble):
+    """A causal transformer with the small-init knob: every weight ~ N(0, fan_in^(-2 gamma)).
+
+    Pre-LayerNorm blocks (LayerNorm off by default: it would undo the small-init scaling),
+    multi-head causal attention, a 4x GELU MLP, residual stream, untied unembedding by default.
+    Logits [K, N, T, V] for tokens [N, T] with T <= context.
+    """
+
+    def __init__(self, vocab_size: int, context: int, d: int = 64, n_layers: int = 2, n_heads: int = 2,
+                 gamma=1.0, seed=0, layernorm: bool = False, tie_embeddings: bool = False) -> None:
+        super().__init__(gamma, seed)
+        if min(vocab_size, context, d, n_layers, n_heads) < 1 or d % n_heads:
+            raise ValueError("sizes must be positive and d divisible by n_heads")
+        self.vocab_size, self.seq_len, self.n_labels = vocab_size, context, vocab_size
+        self.d, self.n_heads, self.layernorm, self.tie_embeddings = d, n_heads, layernorm, tie_embeddings
+        self.embedding = self._weight(vocab_size, d, fan_in=d)
+        self.position = self._weight(context, d, fan_in=d)
+        self.blocks = nn.ModuleList()
+        for _ in range(n_layers):
+            block = nn.Module()
+            for name in ("w_q", "w_k", "w_v", "w_o"):
+                setattr(block, name, self._weight(d, d, fan_in=d))
+            block.w1 = self._weight(d, 4 * d, fan_in=d)
+            block.w2 = self._weight(4 * d, d, fan_in=4 * d)
+            self.blocks.append(block)
+        if not tie_embeddings:
+            self.w_out = self._weight(d, vocab_size, fan_in=d)
+
+    def _norm(self, h: Tensor) -> Tensor:
+        return nn.functional.layer_norm(h, (self.d,)) if self.layernorm else h
+
+    def forward(self, x: Tensor) -> Tensor:
+        if x.ndim != 2 or not 1 <= x.shape[1] <= self.seq_len:
+            raise ValueError(f"tokens must be [N, T] with 1 <= T <= {self.seq_len}, got {tuple(x.shape)}")
+        if int(x.min()) < 0 or int(x.max()) >= self.vocab_size:
+            raise ValueError(f"token ids must lie in [0, {self.vocab_size})")
+        K, (N, T), H = self.n_models, x.shape, self.n_heads
+        h = _one_hot_embed(x, self.embedding) + self.position[:, None, :T]  # [K, N, T, d]
+        mask = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
+        for block in self.blocks:
+            a = self._norm(h)
+            q, k, v = (
+                (a @ w[:, None]).reshape(K, N, T, H, -1).transpose(2, 3) for w in (block.w_q, block.w_k, block.w_v)
+            )
+            scores = (q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])).masked_fill(~mask, float("-inf"))
+            mixed = (torch.softmax(scores, dim=-1) @ v).transpose(2, 3).reshape(K, N, T, self.d)
+            h = h + mixed @ block.w_o[:, None]
+            h = h + nn.functional.gelu(self._norm(h) @ block.w1[:, None]) @ block.w2[:, None]
+        out = self.embedding.transpose(-1, -2) if self.tie_embeddings else self.w_out
+        return self._norm(h) @ out[:, None]
+
+
+class NGramPredictor:
+    """The add-alpha n-gram model of a token stream: P(next | previous n-1 tokens), as a dense table."""
+
+    MAX_ENTRIES = 20_000_000
+
+    def __init__(self, tokens: Tensor, vocab_size: int, n: int, alpha: float = 0.1) -> None:
+        if n < 1 or alpha <= 0:
+            raise ValueError("need n >= 1 and alpha > 0")
+        if vocab_size**n > self.MAX_ENTRIES:
+            raise ValueError(
+                f"a dense {n}-gram table over {vocab_size} tokens is too big; bucket rare tokens first "
+                "(ctxlab.signatures.bucket_rare) or use a character tokenizer"
+            )
+        self.vocab_size, self.n = vocab_size, n
+        index = torch.zeros(len(tokens) - n + 1, dtype=torch.long)
+        for k in range(n):
+            index = index * vocab_size + tokens[k : len(tokens) - n + 1 + k]
+        counts = torch.zeros(vocab_size**n, dtype=torch.float64)
+        counts.index_add_(0, index, torch.ones(len(index), dtype=torch.float64))
+        counts = counts.reshape(-1, vocab_size) + alpha
+        self.probs = (counts / counts.sum(-1, keepdim=True)).float()  # [V^(n-1), V]
+
+    def predict(self, x: Tensor) -> Tensor:
+        """Next-token distributions [N, T - n + 2, V] for positions n-2 .. T-1 of x [N, T]."""
+        T = x.shape[1]
+        if T < self.n - 1:
+            raise ValueError(f"a {self.n}-gram needs at least {self.n - 1} context tokens")
+        index = torch.zeros(x.shape[0], T - self.n + 2, dtype=torch.long, device=x.device)
+        for k in range(self.n - 1):
+            index = index * self.vocab_size + x[:, k : T - self.n + 2 + k]
+        return self.probs.to(x.device)[index]
+
+
+def kl_to(model_logits: Tensor, predictor: NGramPredictor, x: Tensor, first: int) -> Tensor:
+    """Mean KL(model || n-gram) per model over positions ``first`` .. T-1: [K]."""
+    target = predictor.predict(x)[:, first - (predictor.n - 2):]  # align to positions first..T-1
+    logp = torch.log_softmax(model_logits[:, :, first:], dim=-1)
+    return (logp.exp() * (logp - target.clamp_min(1e-30).log())).sum(-1).mean((1, 2))
+
+
+def random_windows(tokens: Tensor, n: int, length: int, generator: torch.Generator) -> Tensor:
+    """n windows of ``length`` + 1 tokens (inputs and their next tokens) at random offsets."""
+    starts = torch.randint(0, len(tokens) - length - 1, (n,), generator=generator)
+    return tokens[starts[:, None] + torch.arange(length + 1)]
+
+
+def train_lm(
+    model: TinyGPT,
+    train_tokens: Tensor,
+    steps: int,
+    *,
+    eval_tokens: Tensor,
+    yardsticks: dict[str, NGramPredictor] | None = None,
+    batch_size: int = 32,
+    optimizer: str = "adam",
+    lr=1e-3,
+    weight_decay: float = 0.0,
+    eval_windows: int = 64,
+    record_every: int | None = None,
+    probes: dict[str, Callable[[TinyGPT], Tensor]] | None = None,
+    seed: int = 0,
+    device=None,
+    progress: bool | None = None,
+) -> Trajectory:
+    """Next-token training of every model in the ensemble on the same random batches.
+
+    Records the held-out loss on a fixed set of ``eval_windows`` windows, the embedding, and for
+    each yardstick ``kl_<name>`` = KL(model || n-gram) averaged over positions where every
+    yardstick has its full context.
+    """
+    T = model.seq_len
+    if len(train_tokens) <= T + 1 or len(eval_tokens) <= T + 1:
+        raise ValueError(f"need more than {T + 1} tokens in both the training and the held-out stream")
+    dev = pick_device(device)
+    model = model.to(dev)
+    batches = torch.Generator().manual_seed(seed)
+    held_out = random_windows(eval_tokens, eval_windows, T, torch.Generator().manual_seed(seed + 1)).to(dev)
+    yardsticks = yardsticks or {}
+    first = max([p.n - 2 for p in yardsticks.values()] + [0])
+    opt = Optimizer(optimizer, [p for p in model.parameters() if p.requires_grad],
+                    _per_model(lr, model.n_models, "lr", dev), 0.0, weight_decay)
+    wanted = set(_record_steps(steps, record_every, None))
+    losses, snapshots, extras = [], [], {f"kl_{k}": [] for k in yardsticks} | {k: [] for k in (probes or {})}
+
+    def cross_entropy(logits: Tensor, targets: Tensor) -> Tensor:
+        logp = torch.log_softmax(logits, dim=-1)
+        return -logp.gather(-1, targets.expand(logits.shape[0], -1, -1)[..., None]).squeeze(-1).mean((1, 2))
+
+    from tqdm.auto import tqdm
+
+    for step in tqdm(range(steps + 1), desc="training GPT", disable=not progress_enabled(progress), leave=False):
+        if step in wanted:
+            with torch.no_grad():
+                logits = model(held_out[:, :-1])
+                losses.append(cross_entropy(logits, held_out[:, 1:]).cpu())
+                snapshots.append(model.embedding.detach().cpu().clone())
+                for name, predictor in yardsticks.items():
+                    extras[f"kl_{name}"].append(kl_to(logits, predictor, held_out[:, :-1], first).cpu())
+                for name, fn in (probes or {}).items():
+                    extras[name].append(fn(model).detach().cpu())
+        if step == steps:
+            break
+        batch = random_windows(train_tokens, batch_size, T, batches).to(dev)
+        loss = cross_entropy(model(batch[:, :-1]), batch[:, 1:])
+        model.zero_grad(set_to_none=True)
+        loss.sum().backward()
+        opt.step()
+    return Trajectory(
+        steps=torch.tensor(sorted(wanted)),
+        loss=torch.stack(losses, 1),
+        embeddings=torch.stack(snapshots, 1),
+        extras={k: torch.stack(v, 1) for k, v in extras.items()},
+        gammas=list(model.gammas),
+        seeds=list(model.seeds),
+        config={"optimizer": optimizer, "lr": lr, "steps": steps, "batch_size": batch_size, "context": T},
+    )
+
+
+@torch.no_grad()
+def generate(model: TinyGPT, prompt: Tensor, n_new: int, seed: int = 0, temperature: float = 1.0) -> Tensor:
+    """Sample ``n_new`` tokens after ``prompt`` [P] from every model of the ensemble: [K, P + n_new]."""
+    if temperature <= 0:
+        raise ValueError("temperature must be positive")
+    g = torch.Generator().manual_seed(seed)
+    dev = model.embedding.device
+    out = prompt.to(dev)[None].expand(model.n_models, -1).clone()
+    for _ in range(n_new):
+        window = out[:, -model.seq_len:]
+        logits = torch.stack([model(window[k : k + 1])[k, 0, -1] for k in range(model.n_models)])
+        probs = torch.softmax(logits / temperature, dim=-1).cpu()
+        out = torch.cat([out, torch.multinomial(probs, 1, generator=g).to(dev)], dim=1)
+    return out

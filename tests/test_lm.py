@@ -1,0 +1,63 @@
+"""The tiny GPT, the n-gram yardsticks and next-token training."""
+
+import pytest
+import torch
+
+from ctxlab.lm import NGramPredictor, TinyGPT, generate, kl_to, train_lm
+
+
+def test_gpt_is_causal_and_shaped():
+    model = TinyGPT(11, 8, d=16, n_layers=2, n_heads=2, gamma=[0.5, 1.0], seed=[0, 1])
+    x = torch.randint(0, 11, (3, 8), generator=torch.Generator().manual_seed(0))
+    logits = model(x)
+    assert logits.shape == (2, 3, 8, 11)
+    changed = x.clone()
+    changed[:, 5:] = (changed[:, 5:] + 1) % 11
+    torch.testing.assert_close(model(changed)[:, :, :5], logits[:, :, :5])
+    assert not torch.allclose(model(changed)[:, :, 5:], logits[:, :, 5:])
+    with pytest.raises(ValueError, match="1 <= T <= 8"):
+        model(torch.zeros(2, 9, dtype=torch.long))
+    with pytest.raises(ValueError, match="divisible"):
+        TinyGPT(11, 8, d=10, n_heads=3)
+
+
+def test_ngram_predictor_matches_counts():
+    tokens = torch.tensor([0, 1, 0, 1, 0, 2, 0, 1])
+    bigram = NGramPredictor(tokens, 3, 2, alpha=1e-6)
+    after_zero = bigram.probs[0]
+    assert float(after_zero[1]) == pytest.approx(3 / 4, abs=1e-4) and float(after_zero[2]) == pytest.approx(1 / 4, abs=1e-4)
+    x = tokens[None, :4]
+    assert bigram.predict(x).shape == (1, 4, 3)
+    assert NGramPredictor(tokens, 3, 3).predict(x).shape == (1, 3, 3)
+    with pytest.raises(ValueError, match="too big"):
+        NGramPredictor(tokens, 1000, 3)
+
+
+def test_kl_is_zero_for_the_ngram_itself():
+    tokens = torch.randint(0, 5, (500,), generator=torch.Generator().manual_seed(2))
+    bigram = NGramPredictor(tokens, 5, 2)
+    x = tokens[None, :20]
+    logits = bigram.predict(x).log()[None]  # [1, 1, 20, 5]: a "model" that is the bigram
+    assert float(kl_to(logits, bigram, x, first=0)) == pytest.approx(0.0, abs=1e-5)
+
+
+def test_train_lm_ensemble_equals_separate_runs_and_records_kl():
+    tokens = torch.randint(0, 7, (3000,), generator=torch.Generator().manual_seed(3))
+    train, held = tokens[:2500], tokens[2500:]
+    sticks = {"unigram": NGramPredictor(train, 7, 1), "bigram": NGramPredictor(train, 7, 2)}
+
+    def run(gammas, seeds):
+        model = TinyGPT(7, 6, d=8, n_layers=1, n_heads=1, gamma=gammas, seed=seeds)
+        return train_lm(model, train, 20, eval_tokens=held, yardsticks=sticks, batch_size=8, record_every=10,
+                        lr=1e-2, progress=False)
+
+    both = run([1.0, 0.75], [0, 1])
+    assert both.loss.shape == (2, 3) and both.extras["kl_bigram"].shape == (2, 3)
+    alone = run([0.75], [1])
+    torch.testing.assert_close(both.loss[1], alone.loss[0], rtol=1e-4, atol=1e-5)
+
+
+def test_generate_is_seeded():
+    model = TinyGPT(9, 5, d=8, n_layers=1, n_heads=1, gamma=[1.0, 1.0], seed=[0, 1])
+    a = generate(model, torch.tensor([1, 2]), 6, seed=4)
+    assert a.shape == (2, 8) and torch.equal(a, generate(model, torch.tensor([1, 2]), 6, seed=4))
