@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
+
+if TYPE_CHECKING:
+    import torch
 
 
 # --- staircase ---
@@ -48,7 +53,7 @@ def staircase_figure(result, metric_label: str = "CKA(ΔE, ΔSᵏ)") -> Figure:
 # --- signatures ---
 
 
-def cosine_similarity(matrix) -> "torch.Tensor":
+def cosine_similarity(matrix) -> torch.Tensor:
     """[V, m] -> [V, V] cosine similarity of the rows; a zero row is similar to nothing (0)."""
     import torch
 
@@ -125,4 +130,132 @@ def entropy_ladder_figure(ladder, n_labels: int | None = None) -> Figure:
     ax.set_ylim(0, max(levels) * 1.18)
     ax.set_title("Entropy ladder: the best loss with order-k statistics", fontsize=10)
     fig.tight_layout()
+    return fig
+
+
+# --- lesson 02 ---
+
+METRIC_TITLES = {"cka": "linear CKA", "rsa": "RSA (Spearman)", "subspace": "subspace fraction", "ridge": "ridge R² (LOO)"}
+
+
+def permutation_histograms(baselines: dict, observed: dict) -> Figure:
+    """One panel per metric: scores against row-shuffled signatures (histogram) and the real score (line)."""
+    fig, axes = plt.subplots(1, len(baselines), figsize=(3.3 * len(baselines), 2.9), squeeze=False)
+    for ax, (name, scores) in zip(axes[0], baselines.items()):
+        ax.hist(scores.flatten().numpy(), bins=30, color="grey", alpha=0.8, label="shuffled S")
+        ax.axvline(float(observed[name]), color="crimson", lw=2, label="real S")
+        ax.set_title(METRIC_TITLES.get(name, name), fontsize=9)
+        ax.set_xlabel("score")
+    axes[0, 0].set_ylabel("count")
+    axes[0, -1].legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def chance_vs_vocab_figure(vocab, random_scores, limit, ylabel: str = "CKA(random E, ΔS¹)") -> Figure:
+    """Chance-level CKA against vocabulary size: random embeddings (mean ± sd over seeds) and a limit curve.
+
+    random_scores: [len(vocab), seeds]; limit: [len(vocab)], e.g. the score of one-hot embeddings.
+    """
+    mean, sd = random_scores.mean(-1).numpy(), random_scores.std(-1).numpy()
+    fig, ax = plt.subplots(figsize=(5.2, 3.4))
+    ax.errorbar(vocab, mean, yerr=sd, marker="o", capsize=3, color="black", label="random Gaussian E (d = 32)")
+    ax.plot(vocab, limit, marker="s", ls="--", color="crimson", label="one-hot E (every token orthogonal)")
+    ax.set_xscale("log")
+    ax.set_xlabel("vocabulary size V")
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(0, None)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def noise_sweep_figure(sweep) -> Figure:
+    """Each metric's mean ± sd over seeds as noise grows, with its permutation baseline dashed.
+
+    ``sweep`` is a :class:`ctxlab.align.NoiseSweep`.
+    """
+    names = list(sweep.scores)
+    fig, axes = plt.subplots(1, len(names), figsize=(3.3 * len(names), 3.0), sharex=True, squeeze=False)
+    for ax, name in zip(axes[0], names):
+        scores, base = sweep.scores[name], sweep.baselines[name]
+        mean, sd = scores.mean(-1).numpy(), scores.std(-1).numpy()
+        ax.plot(sweep.noise, mean, color="black", marker="o", ms=3)
+        ax.fill_between(sweep.noise, mean - sd, mean + sd, color="black", alpha=0.15)
+        ax.plot(sweep.noise, base.mean(-1).numpy(), color="grey", ls="--", label="permutation baseline")
+        ax.set_title(METRIC_TITLES.get(name, name), fontsize=9)
+        ax.set_xscale("symlog", linthresh=0.1)
+        ax.set_xlabel("noise / signal (σ)")
+    axes[0, 0].set_ylabel("score against ΔS¹")
+    axes[0, -1].legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+# --- lesson 03 ---
+
+# A role gets the colour of the order that first moves it: keys order 1, first anchors order 2, ...
+ROLE_COLORS = {"key": ORDER_COLORS[1], "anchor1": ORDER_COLORS[2], "anchor2": ORDER_COLORS[3]}
+ATTRIBUTE_MARKERS = ("o", "^", "s", "D", "v")
+
+
+def alignment_panels(steps, cka: dict, subspace, chance: float, norms: dict, onsets=None) -> Figure:
+    """Three views of one γ over training: CKA(ΔE, ΔSᵏ) per order, the subspace fraction in span(ΔS¹)
+    with its chance level, and the mean embedding norm per token role. Curves: [K, T] (one per seed);
+    ``onsets`` [K, L] draws the stair onsets as dotted verticals.
+    """
+    x = steps.numpy()
+    fig, axes = plt.subplots(1, 3, figsize=(13.5, 3.4), sharex=True)
+    for name, curves in cka.items():
+        order = int(name.split("-")[0][-1])
+        for j, curve in enumerate(curves):
+            axes[0].plot(x, curve.numpy(), color=ORDER_COLORS[order % len(ORDER_COLORS)], lw=1.1,
+                         label=f"order {order}" if j == 0 else None)
+    for curve in subspace:
+        axes[1].plot(x, curve.numpy(), color=ORDER_COLORS[1], lw=1.1)
+    axes[1].axhline(chance, color="grey", ls="--", label=f"chance = {chance:.3f}")
+    for role, curves in norms.items():
+        for j, curve in enumerate(curves):
+            axes[2].plot(x, curve.numpy(), color=ROLE_COLORS.get(role, "black"), lw=1.1, label=role if j == 0 else None)
+    titles = ("CKA(E − E₀, ΔSᵏ)", "share of ‖E − E₀‖² in span(ΔS¹)", "mean embedding norm per role")
+    for ax, title in zip(axes, titles):
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("gradient-descent step")
+        if onsets is not None:
+            for step in onsets.flatten().tolist():
+                if step >= 0:
+                    ax.axvline(step, color="lightgrey", ls=":", lw=0.8, zorder=0)
+        ax.legend(fontsize=8)
+    axes[0].set_ylim(-0.02, 1.02)
+    axes[1].set_ylim(-0.02, 1.02)
+    fig.tight_layout()
+    return fig
+
+
+def embedding_pca_grid(coords, roles, attributes, row_titles, col_titles) -> Figure:
+    """Small multiples of 2-D embedding projections: coords [rows, cols, V, 2].
+
+    Colour = token role, marker = attribute, so groups that the model has (or has not) separated show at once.
+    """
+    rows, cols = coords.shape[0], coords.shape[1]
+    fig, axes = plt.subplots(rows, cols, figsize=(3.1 * cols, 2.9 * rows), squeeze=False)
+    attributes = [int(a) for a in attributes]
+    for r in range(rows):
+        for c in range(cols):
+            ax = axes[r, c]
+            xy = coords[r, c].numpy()
+            for role in dict.fromkeys(roles):
+                for a in sorted(set(attributes)):
+                    idx = [i for i in range(len(roles)) if roles[i] == role and attributes[i] == a]
+                    ax.scatter(xy[idx, 0], xy[idx, 1], s=22, color=ROLE_COLORS.get(role, "black"),
+                               marker=ATTRIBUTE_MARKERS[a % len(ATTRIBUTE_MARKERS)], alpha=0.8,
+                               label=f"{role}, attr {a}" if r == 0 and c == 0 else None)
+            ax.set_xticks([])
+            ax.set_yticks([])
+            if r == 0:
+                ax.set_title(col_titles[c], fontsize=9)
+            if c == 0:
+                ax.set_ylabel(row_titles[r], fontsize=9)
+    fig.legend(loc="center right", fontsize=7, frameon=False)
+    fig.tight_layout(rect=(0, 0, 0.86, 1))
     return fig
