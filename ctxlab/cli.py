@@ -1,9 +1,12 @@
 """The ``ctxlab`` command: headless experiments and the course tools.
 
     ctxlab staircase [--gammas ...] [--seeds N] [--steps N] [--device D] [--out DIR] [--json PATH]
+    ctxlab lm [--gammas ...] [--steps N] [--tokenizer char|bpe] [--device D] [--out DIR] [--json PATH]
+    torchrun --nproc-per-node 2 -m ctxlab.cli lm ...      (data-parallel)
     ctxlab build [--check] [--force] [NAMES ...]
     ctxlab grade NOTEBOOK
     ctxlab doctor
+    ctxlab dashboard [--port N] [--open]
 """
 
 from __future__ import annotations
@@ -16,6 +19,12 @@ def _staircase(args: argparse.Namespace) -> int:
     from ctxlab.experiments import run_staircase_command
 
     return run_staircase_command(args)
+
+
+def _lm(args: argparse.Namespace) -> int:
+    from ctxlab.experiments import run_lm_command
+
+    return run_lm_command(args)
 
 
 def _build(args: argparse.Namespace) -> int:
@@ -37,6 +46,12 @@ def _doctor(args: argparse.Namespace) -> int:
     return 0
 
 
+def _dashboard(args: argparse.Namespace) -> int:
+    from ctxlab.widgets.dashboard import serve_dashboard
+
+    return serve_dashboard(port=args.port, open_browser=args.open)
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ctxlab", description="The Context Staircase course: experiments and course tools.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -54,6 +69,27 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--no-progress", action="store_true", help="no progress bar")
     s.set_defaults(func=_staircase)
 
+    m = sub.add_parser("lm", help="train a small GPT on real text; KL to n-gram models, alignment; figure + JSON "
+                       "(data-parallel under torchrun)")
+    m.add_argument("--gammas", type=float, nargs="+", default=[1.0], help="init-scale exponents")
+    m.add_argument("--seeds", type=int, default=1, help="seeds per gamma")
+    m.add_argument("--steps", type=int, default=None, help="training steps (default: from the profile)")
+    m.add_argument("--source", default="shakespeare", help="shakespeare or pydoc (both ship offline)")
+    m.add_argument("--tokenizer", choices=["char", "bpe"], default=None, help="default: char (quick), bpe (full)")
+    m.add_argument("--vocab-size", type=int, default=None, help="BPE vocabulary size")
+    m.add_argument("--context", type=int, default=None, help="context length in tokens")
+    m.add_argument("--width", type=int, default=None, help="model width d")
+    m.add_argument("--layers", type=int, default=None, help="transformer blocks")
+    m.add_argument("--heads", type=int, default=None, help="attention heads")
+    m.add_argument("--batch-size", type=int, default=None, help="global batch (split over torchrun processes)")
+    m.add_argument("--lr", type=float, default=None, help="Adam learning rate")
+    m.add_argument("--device", default="auto", help="cpu, cuda, cuda:N, mps or auto")
+    m.add_argument("--profile", choices=["quick", "full"], default=None, help="override CTXLAB_PROFILE")
+    m.add_argument("--out", default="figs", help="folder for the figure")
+    m.add_argument("--json", default=None, help="write the curves to this JSON file")
+    m.add_argument("--no-progress", action="store_true", help="no progress bar")
+    m.set_defaults(func=_lm)
+
     b = sub.add_parser("build", help="build lesson, exercise and solution notebooks from their sources")
     b.add_argument("--check", action="store_true", help="fail if a committed notebook differs from its source")
     b.add_argument("--force", action="store_true", help="re-execute lessons even when their source is unchanged")
@@ -66,6 +102,11 @@ def parser() -> argparse.ArgumentParser:
 
     d = sub.add_parser("doctor", help="print versions, device and profile")
     d.set_defaults(func=_doctor)
+
+    w = sub.add_parser("dashboard", help="serve the staircase explorer as a web page with Voila on 127.0.0.1")
+    w.add_argument("--port", type=int, default=8866, help="port on 127.0.0.1 (default 8866)")
+    w.add_argument("--open", action="store_true", help="open it in a web browser")
+    w.set_defaults(func=_dashboard)
     return p
 
 

@@ -146,3 +146,142 @@ def run_staircase_command(args) -> int:
         path.write_text(json.dumps(result.to_json(), indent=2))
         print(f"numbers: {path}")
     return 0
+
+
+# --- a small GPT on real text ------------------------------------------------------------------
+
+LM_PROFILES = {
+    "quick": {"context": 32, "d": 64, "n_layers": 2, "n_heads": 2, "steps": 1500, "batch_size": 32, "lr": 2e-3,
+              "record_every": 25, "tokenizer": "char", "vocab_size": None},
+    "full": {"context": 128, "d": 256, "n_layers": 4, "n_heads": 4, "steps": 6000, "batch_size": 64, "lr": 1e-3,
+             "record_every": 50, "tokenizer": "bpe", "vocab_size": 512},
+}
+NGRAM_ORDERS = {"unigram": 1, "bigram": 2, "trigram": 3}
+
+
+@dataclass
+class LMResult:
+    """A GPT run: the trajectory (held-out loss, embeddings, KL to each n-gram), and the yardsticks."""
+
+    trajectory: Trajectory
+    entropies: dict[str, float]  # held-out cross-entropy of each n-gram model
+    alignment: dict[str, torch.Tensor]  # CKA(E - E0, bigram signature / trigram increment): [K, T]
+    samples: dict[int, list[str]]  # step -> one generated text per model
+    config: dict
+    seconds: float
+    tokens_per_second: float
+
+    def kl_minimum_steps(self) -> dict[str, list[int]]:
+        """Per n-gram order, the step where each model is closest to that n-gram predictor."""
+        steps = self.trajectory.steps
+        return {name: steps[self.trajectory.extras[f"kl_{name}"].argmin(-1)].tolist() for name in NGRAM_ORDERS}
+
+    def alignment_peak_steps(self) -> dict[str, list[int]]:
+        steps = self.trajectory.steps
+        return {name: steps[curve.argmax(-1)].tolist() for name, curve in self.alignment.items()}
+
+    def to_json(self) -> dict:
+        traj = self.trajectory
+        return {
+            "config": self.config,
+            "gammas": traj.gammas,
+            "seeds": traj.seeds,
+            "processes": traj.config["processes"],
+            "steps": traj.steps.tolist(),
+            "held_out_loss": traj.loss.round(decimals=5).tolist(),
+            "kl": {name: traj.extras[f"kl_{name}"].round(decimals=5).tolist() for name in NGRAM_ORDERS},
+            "alignment": {name: curve.round(decimals=5).tolist() for name, curve in self.alignment.items()},
+            "ngram_entropies": {name: round(h, 5) for name, h in self.entropies.items()},
+            "kl_minimum_steps": self.kl_minimum_steps(),
+            "alignment_peak_steps": self.alignment_peak_steps(),
+            "samples": {str(step): texts for step, texts in self.samples.items()},
+            "seconds": round(self.seconds, 2),
+            "tokens_per_second": round(self.tokens_per_second, 1),
+        }
+
+
+def language_model(
+    gammas=(1.0,),
+    seeds=(0,),
+    source: str = "shakespeare",
+    profile: str | None = None,
+    device=None,
+    progress: bool | None = None,
+    prompt: str = "\n",
+    **overrides,
+) -> LMResult:
+    """Train TinyGPT on a shipped text for every (gamma, seed), measuring it against n-gram models."""
+    from ctxlab.corpus import load_text, tokenizer, train_val_split
+    from ctxlab.lm import NGramPredictor, TinyGPT, train_lm
+    from ctxlab.signatures import bigram_signature, ngram_cross_entropies, trigram_increment
+
+    cfg = dict(LM_PROFILES[profile or current_profile()])
+    unknown = set(overrides) - set(cfg)
+    if unknown:
+        raise ValueError(f"unknown settings {sorted(unknown)}; choose from {sorted(cfg)}")
+    cfg.update({k: v for k, v in overrides.items() if v is not None})
+    text = load_text(source).text
+    tok = tokenizer(cfg["tokenizer"], text, vocab_size=cfg["vocab_size"] or 512)
+    V = tok.vocab_size
+    train_tokens, held_out = train_val_split(tok.encode(text))
+    yardsticks = {name: NGramPredictor(train_tokens, V, n) for name, n in NGRAM_ORDERS.items()}
+    g, s = ensemble_grid(gammas, seeds)
+    model = TinyGPT(V, cfg["context"], d=cfg["d"], n_layers=cfg["n_layers"], n_heads=cfg["n_heads"], gamma=g, seed=s)
+    sample_at = (0, cfg["steps"] // 10, cfg["steps"] // 3, cfg["steps"])
+    start = time.perf_counter()
+    traj = train_lm(model, train_tokens, cfg["steps"], eval_tokens=held_out, yardsticks=yardsticks,
+                    batch_size=cfg["batch_size"], lr=cfg["lr"], record_every=cfg["record_every"], device=device,
+                    progress=progress, prompt=tok.encode(prompt), sample_at=sample_at)
+    seconds = time.perf_counter() - start
+    entropies = dict(zip(NGRAM_ORDERS, ngram_cross_entropies(train_tokens, held_out, V, max_n=3)))
+    signatures = {"bigram": bigram_signature(train_tokens, V), "trigram": trigram_increment(train_tokens, V)}
+    alignment = align_trajectory(traj, signatures, "cka", relative_to_init=True)
+    samples = {step: [tok.decode(row) for row in traj.extras["samples"][:, i]] for i, step in enumerate(traj.config["sample_steps"])}
+    tokens = cfg["steps"] * cfg["batch_size"] * cfg["context"] * len(g)
+    cfg.update({"vocab": V, "source": source})
+    return LMResult(traj, entropies, alignment, samples, cfg, seconds, tokens / seconds)
+
+
+def run_lm_command(args) -> int:
+    """``ctxlab lm``: train the GPT (data-parallel under torchrun), save the figure and the JSON."""
+    import os
+
+    from ctxlab.plots import lm_figure
+
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world > 1:
+        import torch.distributed as dist
+
+        backend = "nccl" if args.device.startswith("cuda") else "gloo"
+        dist.init_process_group(backend)
+        if backend == "nccl":
+            args.device = f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
+    try:
+        result = language_model(
+            gammas=args.gammas, seeds=list(range(args.seeds)), source=args.source, profile=args.profile,
+            device=args.device, progress=not args.no_progress and int(os.environ.get("RANK", "0")) == 0,
+            steps=args.steps, d=args.width, n_layers=args.layers, n_heads=args.heads, context=args.context,
+            tokenizer=args.tokenizer, vocab_size=args.vocab_size, batch_size=args.batch_size, lr=args.lr,
+        )
+    finally:
+        if world > 1:
+            torch.distributed.destroy_process_group()
+    if int(os.environ.get("RANK", "0")) != 0:
+        return 0
+    minima = result.kl_minimum_steps()
+    print(f"{'gamma':>5} {'seed':>4} " + " ".join(f"{'KL min ' + n:>16}" for n in NGRAM_ORDERS) + f" {'held-out loss':>14}")
+    for k, (g, s) in enumerate(zip(result.trajectory.gammas, result.trajectory.seeds)):
+        cells = " ".join(f"{'step ' + str(minima[n][k]):>16}" for n in NGRAM_ORDERS)
+        print(f"{g:>5g} {s:>4d} {cells} {float(result.trajectory.loss[k, -1]):>14.4f}")
+    print("held-out n-gram entropies: " + ", ".join(f"{n} {h:.3f}" for n, h in result.entropies.items()))
+    print(f"{result.tokens_per_second:,.0f} tokens/s over {result.seconds:.1f} s")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    lm_figure(result).savefig(out / "lm.png", dpi=120)
+    print(f"figure: {out / 'lm.png'}")
+    if args.json:
+        path = Path(args.json)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(result.to_json(), indent=1))
+        print(f"numbers: {path}")
+    return 0

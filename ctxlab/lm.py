@@ -17,7 +17,7 @@ from torch import Tensor, nn
 from ctxlab.env import device as pick_device
 from ctxlab.env import progress_enabled
 from ctxlab.models import Ensemble, _one_hot_embed
-from ctxlab.train import Optimizer, Trajectory, _per_model, _record_steps
+from ctxlab.train import Optimizer, Recorder, Trajectory, _per_model, _record_steps
 
 
 class TinyGPT(Ensemble):
@@ -75,7 +75,7 @@ class TinyGPT(Ensemble):
 class NGramPredictor:
     """The add-alpha n-gram model of a token stream: P(next | previous n-1 tokens), as a dense table."""
 
-    MAX_ENTRIES = 20_000_000
+    MAX_ENTRIES = 150_000_000  # a 512-token BPE trigram table fits; bigger vocabularies need bucketing
 
     def __init__(self, tokens: Tensor, vocab_size: int, n: int, alpha: float = 0.1) -> None:
         if n < 1 or alpha <= 0:
@@ -118,6 +118,25 @@ def random_windows(tokens: Tensor, n: int, length: int, generator: torch.Generat
     return tokens[starts[:, None] + torch.arange(length + 1)]
 
 
+def _world() -> tuple[int, int]:
+    """(rank, world size) of the torch.distributed group, or (0, 1) when not distributed."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def _average_gradients(params: list[Tensor], world: int) -> None:
+    """Data parallelism by hand: sum every gradient over the ranks and divide by their number."""
+    import torch.distributed as dist
+
+    for p in params:
+        if p.grad is not None:
+            dist.all_reduce(p.grad)
+            p.grad /= world
+
+
 def train_lm(
     model: TinyGPT,
     train_tokens: Tensor,
@@ -132,6 +151,9 @@ def train_lm(
     eval_windows: int = 64,
     record_every: int | None = None,
     probes: dict[str, Callable[[TinyGPT], Tensor]] | None = None,
+    prompt: Tensor | None = None,
+    sample_at: tuple[int, ...] = (),
+    sample_tokens: int = 80,
     seed: int = 0,
     device=None,
     progress: bool | None = None,
@@ -141,6 +163,13 @@ def train_lm(
     Records the held-out loss on a fixed set of ``eval_windows`` windows, the embedding, and for
     each yardstick ``kl_<name>`` = KL(model || n-gram) averaged over positions where every
     yardstick has its full context.
+
+    Under ``torchrun`` (torch.distributed initialised; gloo on CPU, NCCL on GPUs) every rank draws
+    the same global batch of ``batch_size`` windows, trains on its own slice of it and averages
+    gradients with the others, so N processes follow the same path as one.
+
+    With a ``prompt`` and ``sample_at`` steps, ``sample_tokens`` tokens are sampled from every
+    model at those steps: ``extras["samples"]`` [K, len(sample_at), len(prompt) + sample_tokens].
     """
     T = model.seq_len
     if len(train_tokens) <= T + 1 or len(eval_tokens) <= T + 1:
@@ -151,10 +180,16 @@ def train_lm(
     held_out = random_windows(eval_tokens, eval_windows, T, torch.Generator().manual_seed(seed + 1)).to(dev)
     yardsticks = yardsticks or {}
     first = max([p.n - 2 for p in yardsticks.values()] + [0])
-    opt = Optimizer(optimizer, [p for p in model.parameters() if p.requires_grad],
-                    _per_model(lr, model.n_models, "lr", dev), 0.0, weight_decay)
+    rank, world = _world()
+    if batch_size % world:
+        raise ValueError(f"batch_size {batch_size} must be divisible by the number of processes ({world})")
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = Optimizer(optimizer, params, _per_model(lr, model.n_models, "lr", dev), 0.0, weight_decay)
     wanted = set(_record_steps(steps, record_every, None))
-    losses, snapshots, extras = [], [], {f"kl_{k}": [] for k in yardsticks} | {k: [] for k in (probes or {})}
+    recorder = Recorder(len(wanted))
+    samples = []
+    if sample_at and prompt is None:
+        raise ValueError("sample_at needs a prompt")
 
     def cross_entropy(logits: Tensor, targets: Tensor) -> Tensor:
         logp = torch.log_softmax(logits, dim=-1)
@@ -166,27 +201,33 @@ def train_lm(
         if step in wanted:
             with torch.no_grad():
                 logits = model(held_out[:, :-1])
-                losses.append(cross_entropy(logits, held_out[:, 1:]).cpu())
-                snapshots.append(model.embedding.detach().cpu().clone())
+                recorder.put("loss", cross_entropy(logits, held_out[:, 1:]))
+                recorder.put("embedding", model.embedding)
                 for name, predictor in yardsticks.items():
-                    extras[f"kl_{name}"].append(kl_to(logits, predictor, held_out[:, :-1], first).cpu())
+                    recorder.put(f"kl_{name}", kl_to(logits, predictor, held_out[:, :-1], first))
                 for name, fn in (probes or {}).items():
-                    extras[name].append(fn(model).detach().cpu())
+                    recorder.put(name, fn(model))
+                recorder.advance()
+        if step in sample_at:
+            samples.append(generate(model, prompt, sample_tokens, seed=seed).cpu())
         if step == steps:
             break
-        batch = random_windows(train_tokens, batch_size, T, batches).to(dev)
+        batch = random_windows(train_tokens, batch_size, T, batches)[rank::world].to(dev)
         loss = cross_entropy(model(batch[:, :-1]), batch[:, 1:])
         model.zero_grad(set_to_none=True)
         loss.sum().backward()
+        if world > 1:
+            _average_gradients(params, world)
         opt.step()
     return Trajectory(
         steps=torch.tensor(sorted(wanted)),
-        loss=torch.stack(losses, 1),
-        embeddings=torch.stack(snapshots, 1),
-        extras={k: torch.stack(v, 1) for k, v in extras.items()},
+        loss=recorder.buffers.pop("loss"),
+        embeddings=recorder.buffers.pop("embedding"),
+        extras=recorder.buffers | ({"samples": torch.stack(samples, 1)} if samples else {}),
         gammas=list(model.gammas),
         seeds=list(model.seeds),
-        config={"optimizer": optimizer, "lr": lr, "steps": steps, "batch_size": batch_size, "context": T},
+        config={"optimizer": optimizer, "lr": lr, "steps": steps, "batch_size": batch_size, "context": T, "processes": world,
+                "sample_steps": [s for s in sorted(sample_at) if s <= steps]},
     )
 
 

@@ -259,3 +259,40 @@ def embedding_pca_grid(coords, roles, attributes, row_titles, col_titles) -> Fig
     fig.legend(loc="center right", fontsize=7, frameon=False)
     fig.tight_layout(rect=(0, 0, 0.86, 1))
     return fig
+
+
+# --- language model ---
+
+NGRAM_COLORS = {"unigram": "#1b9e77", "bigram": "#d95f02", "trigram": "#7570b3"}
+
+
+def lm_figure(result) -> Figure:
+    """Held-out loss with n-gram entropies, KL to each n-gram (minima marked), and alignment.
+
+    ``result`` is a :class:`ctxlab.experiments.LMResult`; one line per model, dashed for gamma < 1.
+    """
+    traj = result.trajectory
+    steps = traj.steps.numpy()
+    fig, (ax_loss, ax_kl, ax_align) = plt.subplots(1, 3, figsize=(14, 4))
+    for k, (g, s) in enumerate(zip(traj.gammas, traj.seeds)):
+        style = {"ls": "-" if g >= 1 else "--", "lw": 1.3, "alpha": 0.85}
+        ax_loss.plot(steps, traj.loss[k].numpy(), color="black", label=f"γ={g:g}, seed {s}", **style)
+        for name, color in NGRAM_COLORS.items():
+            kl = traj.extras[f"kl_{name}"][k]
+            ax_kl.plot(steps, kl.numpy(), color=color, label=name if k == 0 else None, **style)
+            i = int(kl.argmin())
+            ax_kl.plot(steps[i], float(kl[i]), "o", color=color, ms=5)
+        for name, color in zip(result.alignment, ("#d95f02", "#7570b3")):
+            ax_align.plot(steps, result.alignment[name][k].numpy(), color=color, label=name if k == 0 else None, **style)
+    for name, h in result.entropies.items():
+        ax_loss.axhline(h, ls=":", color=NGRAM_COLORS[name], lw=1)
+        ax_loss.annotate(f"{name} {h:.2f}", (steps[-1], h), xytext=(-4, 3), textcoords="offset points",
+                         ha="right", fontsize=8, color=NGRAM_COLORS[name])
+    ax_loss.set(title="held-out loss vs n-gram entropies", xlabel="step", ylabel="nats")
+    ax_kl.set(title="KL(model ‖ n-gram), minima marked", xlabel="step", yscale="log")
+    ax_align.set(title="CKA(ΔE, text signature)", xlabel="step", ylim=(0, 1))
+    ax_loss.legend(fontsize=8)
+    ax_kl.legend(fontsize=8)
+    ax_align.legend(fontsize=8, title="signature", title_fontsize=8)
+    fig.tight_layout()
+    return fig
