@@ -10,6 +10,7 @@ PYTHON ?= python3
 TORCH  ?= torch==2.13.0
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.ctxlab-installed
+E2E    := $(VENV)/.ctxlab-e2e-installed
 PYTEST := $(BIN)/python -m pytest -p no:cacheprovider
 
 .PHONY: install lab test test-unit test-notebooks build clean
@@ -21,6 +22,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[test]'
 	touch $(STAMP)
 
+# playwright for the browser test (it drives the system chromium, downloads no browser); if pip
+# cannot get it, the test skips and says so
+$(E2E): $(STAMP)
+	$(BIN)/python -m pip install -q -e '.[e2e]' || echo "make: could not install playwright; tests/test_e2e_browser.py will skip"
+	touch $(E2E)
+
 install: $(STAMP)
 
 lab: $(STAMP)
@@ -29,9 +36,9 @@ lab: $(STAMP)
 build: $(STAMP)
 	$(BIN)/ctxlab build
 
-test: $(STAMP)
+test: $(STAMP) $(E2E)
 	$(BIN)/ctxlab build --check
-	$(PYTEST) tests
+	$(PYTEST) -rs tests
 	$(PYTEST) --nbval-lax --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
 	    --nbval-cell-timeout 300 lessons solutions
 

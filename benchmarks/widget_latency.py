@@ -62,8 +62,13 @@ def main() -> None:
         _summary("staircase: seed selector", _time_moves(dash.seed, list(settings.seeds[1:] + settings.seeds[:1]),
                                                          args.moves)),
     ]
+    orders = [(1, 2), tuple(sweep.orders), (1,)]
+    rows.append(_summary("staircase: orders (legend)", _time_moves(dash.orders, orders, args.moves)))
     sig = signature_explorer()
-    rows.append(_summary("signatures: token", _time_moves(sig.token, [v for _, v in sig.token.options][1:], args.moves)))
+    tokens = [v for _, v in sig.token.options][1:]
+    rows.append(_summary("signatures: token", _time_moves(sig.token, tokens, args.moves)))
+    rows.append(_summary("signatures: order k", _time_moves(sig.order, [2, 3, 1], args.moves)))
+    rows.append(_summary("signatures: form", _time_moves(sig.form, ["raw", "centered", "incremental"], args.moves)))
 
     print(f"torch threads {torch.get_num_threads()}, load average at start {load:.1f} "
           f"(other jobs on the box slow everything down)")

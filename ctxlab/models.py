@@ -213,3 +213,28 @@ def make_model(kind: str, task, **kwargs) -> Ensemble:
     if kind not in MODELS:
         raise ValueError(f"unknown model {kind!r}; choose one of {sorted(MODELS)}")
     return MODELS[kind](task.vocab_size, task.seq_len, task.n_labels, **kwargs)
+
+
+class LinearEmb(Ensemble):
+    """z = sum_i E[x_i] W^(i): embeddings times one linear read-out per position, nothing else.
+
+    The simplest model with a learnable embedding: a two-factor linear network whose product map
+    (``product_map`` in :mod:`ctxlab.theory`) follows the Saxe mode picture at small init.
+    Shapes: embedding [K, V, d], w [K, L*d, C] (fan-in L*d); logits [K, N, C].
+    """
+
+    def __init__(self, vocab_size: int, seq_len: int, n_labels: int, d: int = 32, gamma=1.0, seed=0) -> None:
+        super().__init__(gamma, seed)
+        if min(vocab_size, seq_len, n_labels, d) < 1:
+            raise ValueError("vocab_size, seq_len, n_labels and d must all be positive")
+        self.vocab_size, self.seq_len, self.n_labels, self.d = vocab_size, seq_len, n_labels, d
+        self.embedding = self._weight(vocab_size, d, fan_in=d)
+        self.w = self._weight(seq_len * d, n_labels, fan_in=seq_len * d)
+
+    def forward(self, x: Tensor) -> Tensor:
+        _check_tokens(x, self.vocab_size, self.seq_len)
+        h = _one_hot_embed(x, self.embedding)  # [K, N, L, d]
+        return h.reshape(h.shape[0], h.shape[1], -1) @ self.w
+
+
+MODELS["linear"] = LinearEmb

@@ -296,3 +296,71 @@ def lm_figure(result) -> Figure:
     ax_align.legend(fontsize=8, title="signature", title_fontsize=8)
     fig.tight_layout()
     return fig
+
+
+# --- lesson 08 ---
+
+
+def phase_map_figure(pm) -> Figure:
+    """Two heat maps over gamma (rows) x learning rate (columns): first-plateau length and final loss.
+
+    ``pm`` is a :class:`ctxlab.experiments.PhaseMap`. Diverged cells are grey and marked "div";
+    cells that never left ln C are marked with "≥" (the rest lasted the whole run).
+    """
+    import numpy as np
+
+    never_left = (pm.wait.isnan() & ~pm.diverged).numpy()
+    diverged = pm.diverged.numpy()
+    panels = [("rest at ln C before stair 1 (steps)", pm.plateau.numpy(), "viridis", "{:.0f}"),
+              ("final loss (nats)", pm.final.numpy(), "magma_r", "{:.3f}")]
+    fig, axes = plt.subplots(1, 2, figsize=(5.2 + 0.9 * len(pm.lrs), 0.6 * len(pm.gammas) + 2.2), squeeze=False)
+    for ax, (title, values, cmap_name, fmt) in zip(axes[0], panels):
+        cmap = plt.get_cmap(cmap_name).with_extremes(bad="lightgrey")
+        image = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, origin="lower", aspect="auto")
+        fig.colorbar(image, ax=ax, shrink=0.85)
+        for i in range(len(pm.gammas)):
+            for j in range(len(pm.lrs)):
+                if diverged[i, j]:
+                    text = "div"
+                else:
+                    text = ("≥" if never_left[i, j] and "steps" in title else "") + fmt.format(values[i, j])
+                ax.text(j, i, text, ha="center", va="center", fontsize=7,
+                        bbox={"boxstyle": "round,pad=0.15", "fc": "white", "alpha": 0.6, "lw": 0})
+        ax.set_xticks(range(len(pm.lrs)), [f"{r:g}" for r in pm.lrs])
+        ax.set_yticks(range(len(pm.gammas)), [f"{g:g}" for g in pm.gammas])
+        ax.set_xlabel("learning rate")
+        ax.set_ylabel("γ (init exponent)")
+        ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+# --- lesson 06 ---
+
+
+def embedding_split_figure(before, after, groups, titles=("before", "after")) -> Figure:
+    """Cosine matrices and 2-d PCA of the same token rows at two steps, coloured by ``groups``.
+
+    before, after: [n, d] embedding rows; groups: [n] integer labels (e.g. token attributes).
+    Top row: cosine similarity; bottom row: the rows on their two leading principal axes.
+    """
+    import torch
+
+    from ctxlab.align import pca_2d
+
+    g = torch.as_tensor(groups).tolist()
+    fig, axes = plt.subplots(2, 2, figsize=(7.4, 6.6))
+    for col, (E, title) in enumerate(zip((before, after), titles)):
+        E = torch.as_tensor(E).double()
+        im = axes[0, col].imshow(cosine_similarity(E).numpy(), vmin=-1, vmax=1, cmap="RdBu_r", interpolation="nearest")
+        axes[0, col].set_title(f"cosine, {title}", fontsize=9)
+        xy = pca_2d(E).numpy()
+        ax = axes[1, col]
+        ax.scatter(xy[:, 0], xy[:, 1], c=g, cmap="viridis", s=40)
+        for n, (a, b) in enumerate(xy):
+            ax.annotate(str(g[n]), (a, b), fontsize=7, xytext=(3, 3), textcoords="offset points")
+        ax.set_title(f"PCA, {title} (label = group)", fontsize=9)
+        ax.set_xlabel("PC 1")
+        ax.set_ylabel("PC 2")
+    fig.colorbar(im, ax=axes[0].tolist(), fraction=0.03, pad=0.02, label="cosine similarity")
+    return fig

@@ -196,3 +196,141 @@ def make_task(name: str, **kwargs) -> Task:
     if name not in TASKS:
         raise ValueError(f"unknown task {name!r}; choose one of {sorted(TASKS)}")
     return TASKS[name](**kwargs)
+
+
+# --- lessons 04-05: skewed frequencies and separated modes ---
+
+
+def with_token_frequencies(task_or_data: Task | Dataset, position: int, probs) -> Task | Dataset:
+    """Reweight rows so that ``P(x_position = s) = probs[s]``, keeping everything given that token.
+
+    Each row's weight is multiplied by ``probs[s] / P_old(x_position = s)``: the label distribution
+    and the other positions given the token are unchanged, so only token frequencies move (e.g.
+    Zipf-like keys to show that rare tokens learn slowly). Returns the same type it was given.
+    """
+    data = task_or_data.population if isinstance(task_or_data, Task) else task_or_data
+    if not 0 <= position < data.seq_len:
+        raise ValueError(f"position must lie in [0, {data.seq_len}), got {position}")
+    p = torch.as_tensor(probs, dtype=torch.float64).reshape(-1)
+    if p.numel() != data.vocab_size or bool((p < 0).any()) or abs(float(p.sum()) - 1.0) > 1e-6:
+        raise ValueError(f"probs must be {data.vocab_size} non-negative numbers summing to 1")
+    tokens = data.x[:, position]
+    w = data.weights.to(torch.float64)
+    old = torch.zeros(data.vocab_size, dtype=torch.float64).index_add_(0, tokens, w)
+    if bool(((p > 0) & (old <= 0)).any()):
+        raise ValueError(f"probs puts mass on tokens that never occur at position {position}")
+    new_w = w * p[tokens] / old[tokens].clamp_min(1e-300)
+    new = Dataset(data.x, data.y, data.vocab_size, data.n_labels, (new_w / new_w.sum()).to(data.weights.dtype))
+    if isinstance(task_or_data, Task):
+        info = {**task_or_data.info, "frequencies": (position, p)}
+        return Task(task_or_data.name, new, task_or_data.token_names, task_or_data.roles,
+                    task_or_data.description + f"; token frequencies at position {position} reweighted", info)
+    return new
+
+
+def modes_task(strengths: tuple[float, ...] = (0.5, 0.3, 0.15), fillers: int = 4) -> Task:
+    """Eight key tokens announce three binary label features with different reliabilities.
+
+    Key s carries bits b_k(s) = +-1 (k = 1, 2, 3; all 8 combinations); the label c in {0..3} has
+    features h_1(c) = (-1)^{c_1}, h_2(c) = (-1)^{c_2}, h_3(c) = h_1 h_2, and
+    ``P(c | s) = (1 + sum_k strengths[k] b_k(s) h_k(c)) / 4``. Position 2 holds a filler token
+    that says nothing. The input-output correlation then has three singular values in the ratio
+    of ``strengths`` (s_k = strengths[k] * sqrt(8) / 16): cleanly separated learning modes.
+    """
+    m = torch.tensor(strengths, dtype=torch.float64)
+    if m.numel() != 3 or bool((m < 0).any()) or float(m.sum()) > 1.0 + 1e-12 or fillers < 1:
+        raise ValueError("need three non-negative strengths with sum <= 1 and fillers >= 1")
+    keys = torch.arange(8)
+    bits = torch.stack([1 - 2 * (keys % 2), 1 - 2 * ((keys // 2) % 2), 1 - 2 * ((keys // 4) % 2)], dim=1)  # [8, 3]
+    labels = torch.arange(4)
+    h1, h2 = 1 - 2 * (labels % 2), 1 - 2 * (labels // 2)
+    features = torch.stack([h1, h2, h1 * h2], dim=1)  # [4, 3]
+    q = (1 + (bits.double() * m) @ features.double().T) / 4  # [8, 4]
+    x = _all_sequences([list(range(8)), list(range(8, 8 + fillers))])
+    pop = Dataset(x, q[x[:, 0]].float(), 8 + fillers, 4, torch.full((x.shape[0],), 1.0 / x.shape[0]))
+    names = tuple(f"k{''.join('1' if b < 0 else '0' for b in row.tolist())}" for row in bits) + tuple(
+        f"f{j}" for j in range(fillers))
+    return Task(
+        name="modes",
+        population=pop,
+        token_names=names,
+        roles=("key",) * 8 + ("filler",) * fillers,
+        description=f"key bits announce label features with reliabilities {tuple(strengths)}; filler is noise",
+        info={"bits": bits, "features": features, "strengths": tuple(strengths)},
+    )
+
+
+TASKS["modes"] = modes_task
+
+
+def zipf(n_tokens: int, vocab: int, exponent: float = 1.0) -> Tensor:
+    """Zipf frequencies 1/rank^exponent on the first ``n_tokens`` ids, zero on the rest: [vocab]."""
+    p = torch.zeros(vocab, dtype=torch.float64)
+    p[:n_tokens] = 1.0 / torch.arange(1, n_tokens + 1, dtype=torch.float64) ** exponent
+    return p / p.sum()
+
+
+# --- lesson 07: a partner at a random earlier position (attention) ---
+
+
+def partner_task(n_keys: int = 9, n_partners: int = 9, n_fillers: int = 3, seq_len: int = 4, n_values: int = 3,
+                 mix: tuple[float, float] = (0.5, 0.5)) -> Task:
+    """The key sits last; one partner token sits at a random earlier position, fillers elsewhere.
+
+    Keys, partners and fillers use disjoint vocabularies. Every key and partner carries an attribute
+    ``index mod n_values``; the label is ``A(key)`` with probability ``mix[0]`` and
+    ``A(key) + A(partner) (mod n_values)`` with probability ``mix[1]``. A model with a fixed
+    read-out per position cannot find the partner, so the second stair needs attention to move.
+    The population is exact (every key, partner, partner position and filler pattern, equally
+    likely). ``info["levels"]`` holds the honest plateaus ln C, H(Y | key), H(Y | key, partner).
+    """
+    if min(n_keys, n_partners, n_fillers) < 1 or seq_len < 2 or n_values < 2:
+        raise ValueError("need at least one key, partner and filler, seq_len >= 2 and n_values >= 2")
+    if n_keys % n_values or n_partners % n_values:
+        raise ValueError("n_keys and n_partners must be divisible by n_values (balanced attributes)")
+    if len(mix) != 2 or min(mix) < 0 or abs(sum(mix) - 1.0) > 1e-9:
+        raise ValueError(f"mix must be two non-negative probabilities summing to 1, got {mix}")
+    n_ctx = seq_len - 1
+    if n_keys * n_partners * n_ctx * n_fillers ** (n_ctx - 1) > 200_000:
+        raise ValueError("population too large: use fewer fillers or a shorter sequence")
+    P0, F0 = n_keys, n_keys + n_partners  # first partner id, first filler id
+    rows, partners, keys = [], [], []
+    for pos in range(n_ctx):
+        fill = [[F0 + f for f in range(n_fillers)]] * (n_ctx - 1)
+        for ctx in itertools.product(*fill):
+            for p in range(n_partners):
+                for k in range(n_keys):
+                    seq = list(ctx[:pos]) + [P0 + p] + list(ctx[pos:]) + [k]
+                    rows.append(seq)
+                    partners.append(p)
+                    keys.append(k)
+    x = torch.tensor(rows, dtype=torch.long)
+    a_key = torch.tensor(keys) % n_values
+    a_par = torch.tensor(partners) % n_values
+    y = torch.zeros(len(rows), n_values, dtype=torch.float64)
+    idx = torch.arange(len(rows))
+    y[idx, a_key] += mix[0]
+    y[idx, (a_key + a_par) % n_values] += mix[1]
+    V = n_keys + n_partners + n_fillers
+    pop = Dataset(x, y.float(), V, n_values, torch.full((len(rows),), 1.0 / len(rows)))
+    pairs = Dataset(torch.stack([torch.tensor(keys), torch.tensor(partners) + P0], dim=1), y.float(), V,
+                    n_values, pop.weights)
+    from ctxlab.signatures import conditional_entropy  # local: signatures imports this module
+
+    levels = [conditional_entropy(pairs, ()), conditional_entropy(pairs, (0,)), conditional_entropy(pairs, (0, 1))]
+    roles = ("key",) * n_keys + ("partner",) * n_partners + ("filler",) * n_fillers
+    names = tuple(f"k{j}" for j in range(n_keys)) + tuple(f"p{j}" for j in range(n_partners)) + tuple(
+        f"f{j}" for j in range(n_fillers))
+    return Task(
+        name="partner",
+        population=pop,
+        token_names=names,
+        roles=roles,
+        description=(f"key last, one partner at a random earlier position; label = A(key) w.p. {mix[0]}, "
+                     f"A(key) + A(partner) mod {n_values} w.p. {mix[1]}"),
+        info={"levels": levels, "partner_position": ((x[:, :n_ctx] >= P0) & (x[:, :n_ctx] < F0)).long().argmax(1),
+              "attribute": torch.arange(V) % n_values, "mix": tuple(mix)},
+    )
+
+
+TASKS["partner"] = partner_task

@@ -12,6 +12,7 @@ i.e. token frequency x (its label distribution - uniform), mapped through the we
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 from torch import Tensor
@@ -70,3 +71,214 @@ def plateau_levels(data: Dataset, max_order: int | None = None) -> list[float]:
 def uniform_loss(n_labels: int) -> float:
     """The loss at exact small init (uniform prediction): ln C."""
     return math.log(n_labels)
+
+
+# --- linear-network modes ---
+#
+# Stage 1 of small-init training is a deep *linear* network: the logits are a product of weight
+# matrices applied to one-hot tokens, the softmax sits at uniform, and gradient descent sees only
+# the input-output correlation Sigma_yx[:, (i, s)] = pi_i(s) (q_{i,s} - u). Each singular mode of
+# Sigma_yx grows on its own (Saxe et al. 2014): with two factors as (1 + lr s_k)^(2 t).
+
+from dataclasses import dataclass  # noqa: E402
+
+from ctxlab.models import LinearEmb  # noqa: E402
+
+
+@dataclass(frozen=True)
+class Modes:
+    """The SVD of Sigma_yx: u [C, r] label directions, s [r] singular values (descending),
+    v [L*V, r] token-position directions (column i*V + s is token s at position i)."""
+
+    u: Tensor
+    s: Tensor
+    v: Tensor
+
+
+def input_output_correlation(data: Dataset) -> Tensor:
+    """Sigma_yx = E[(e_y - u) onehot(x)^T]: [C, L*V], column i*V + s = pi_i(s) (q_{i,s} - u)."""
+    blocks = []
+    for i in range(data.seq_len):
+        table = joint(data.to("cpu"), (i,))  # P(x_i = s, y): [V, C]
+        blocks.append(table - table.sum(-1, keepdim=True) / data.n_labels)
+    return torch.cat(blocks, dim=0).T.contiguous()
+
+
+def correlation_modes(data: Dataset, tol: float = 1e-9) -> Modes:
+    """The non-zero singular modes of Sigma_yx, strongest first: what stage 1 learns, in order."""
+    u, s, vh = torch.linalg.svd(input_output_correlation(data), full_matrices=False)
+    keep = s > tol * max(float(s[0]), 1e-300)
+    return Modes(u[:, keep], s[keep], vh[keep].T)
+
+
+def product_map(model) -> Tensor:
+    """The logit map of the linear path, [K, C, L*V]: column i*V + s = what token s at i adds to z.
+
+    LinearEmb: W^(i)^T E_s (exact). EmbMLP: sigma'(0) (E_s W1^(i) W2)^T, its small-init
+    linearisation (three factors).
+    """
+    E = model.embedding.detach().double().cpu()  # [K, V, d]
+    K, V, d = E.shape
+    L = model.seq_len
+    if isinstance(model, LinearEmb):
+        w = model.w.detach().double().cpu().reshape(K, L, d, -1)
+        scale = 1.0
+    elif isinstance(model, EmbMLP):
+        w = (model.w1.detach().double().cpu().reshape(K, L, d, -1) @ model.w2.detach().double().cpu()[:, None])
+        scale = SLOPE_AT_ZERO[model.activation] if model.activation in SLOPE_AT_ZERO else 1.0
+    else:
+        raise ValueError(f"product_map needs a LinearEmb or EmbMLP ensemble, got {type(model).__name__}")
+    blocks = torch.einsum("kvd,kldc->kclv", E, w)  # [K, C, L, V]
+    return scale * blocks.reshape(K, -1, L * V)
+
+
+def mode_strengths(maps: Tensor, modes: Modes) -> Tensor:
+    """a_k = u_k^T A v_k for maps [..., C, L*V] (e.g. a probe's [K, T, C, L*V]): [..., r]."""
+    return torch.einsum("cr,...cn,nr->...r", modes.u, maps.double(), modes.v)
+
+
+def predicted_growth_rates(singular_values: Tensor, lr: float = 1.0) -> Tensor:
+    """Growth rate of log a_k per GD step for two factors: 2 ln(1 + lr s_k) (~ 2 lr s_k).
+
+    Gradient flow gives e^{2 s_k t}; a GD step multiplies each factor's mode by (1 + lr s_k).
+    """
+    return 2 * torch.log1p(lr * torch.as_tensor(singular_values, dtype=torch.float64))
+
+
+def growing_amplitude(model, modes: Modes) -> Tensor:
+    """|alpha_k + beta_k|^2 / 4 at the current weights of a LinearEmb: [K, r].
+
+    With alpha_k = W^(i) u_k and beta_k = E^T v_k^(i) (i: the position where v_k lives), the
+    linearised dynamics give a_k(t) = |alpha+beta|^2/4 (1 + lr s_k)^(2t) - |alpha-beta|^2/4:
+    this is the a_0 that sets how long mode k takes to switch on.
+    """
+    if not isinstance(model, LinearEmb):
+        raise ValueError("growing_amplitude is exact for the two-factor LinearEmb only")
+    E = model.embedding.detach().double().cpu()
+    K, V, d = E.shape
+    w = model.w.detach().double().cpu().reshape(K, model.seq_len, d, -1)
+    v = modes.v.reshape(model.seq_len, V, -1)  # [L, V, r]
+    where = v.norm(dim=1).argmax(0)  # [r]: position of each mode
+    out = torch.zeros(K, len(modes.s), dtype=torch.float64)
+    for k, i in enumerate(where.tolist()):
+        alpha = w[:, i] @ modes.u[:, k]  # [K, d]
+        beta = E.transpose(1, 2) @ v[i, :, k]  # [K, d]
+        out[:, k] = ((alpha + beta) ** 2).sum(-1) / 4
+    return out
+
+
+def predicted_switch_on(singular_values: Tensor, amplitude: Tensor, level: float, lr: float = 1.0) -> Tensor:
+    """Steps until a_k reaches ``level`` from growing amplitude a_0: ln(level / a_0) / rate_k."""
+    rates = predicted_growth_rates(singular_values, lr)
+    return torch.log(level / torch.as_tensor(amplitude, dtype=torch.float64)) / rates
+
+
+def fit_growth_rate(steps: Tensor, strengths: Tensor, start: float, stop: float) -> Tensor:
+    """Least-squares slope of ln|a(t)| over recorded steps in [start, stop]: strengths [..., T] -> [...]."""
+    t = torch.as_tensor(steps, dtype=torch.float64)
+    inside = (t >= start) & (t <= stop)
+    if int(inside.sum()) < 2:
+        raise ValueError(f"need at least two recorded steps in [{start}, {stop}]")
+    x = t[inside] - t[inside].mean()
+    y = torch.as_tensor(strengths, dtype=torch.float64)[..., inside].abs().clamp_min(1e-300).log()
+    return ((y - y.mean(-1, keepdim=True)) * x).sum(-1) / (x * x).sum()
+
+
+# --- lesson 06: the residual pair statistic that drives the next stair ---
+
+
+def pair_residual(data: Dataset, probs: Tensor, i: int, j: int) -> Tensor:
+    """R_ij(s, t) = E[e_y - p | x_i = s, x_j = t]: what order-1 predictions still get wrong, per pair.
+
+    probs: model predictions [N, C] or [K, N, C]. Returns [V, V, C] or [K, V, V, C] in float64,
+    0 where the pair (s, t) never occurs. At the order-1 optimum the linear path's gradient
+    vanishes, so this table is the only signal left for the next stair.
+    """
+    if i == j or not (0 <= i < data.seq_len and 0 <= j < data.seq_len):
+        raise ValueError(f"need two distinct positions in [0, {data.seq_len}), got {i} and {j}")
+    p = torch.as_tensor(probs).double()
+    squeeze = p.ndim == 2
+    p = p[None] if squeeze else p
+    if p.ndim != 3 or p.shape[1:] != (data.n, data.n_labels):
+        raise ValueError(f"probs must be [N, C] or [K, N, C] with N={data.n}, C={data.n_labels}; got {tuple(probs.shape)}")
+    V, C = data.vocab_size, data.n_labels
+    w = data.weights.double().to(p.device)
+    cell = (data.x[:, i] * V + data.x[:, j]).to(p.device)
+    mass = torch.zeros(V * V, dtype=torch.float64, device=p.device).index_add_(0, cell, w)
+    err = w[None, :, None] * (data.targets().double().to(p.device)[None] - p)  # [K, N, C]
+    total = torch.zeros(p.shape[0], V * V, C, dtype=torch.float64, device=p.device).index_add_(1, cell, err)
+    out = (total / mass.clamp_min(1e-300)[None, :, None]).reshape(-1, V, V, C)
+    return out[0] if squeeze else out
+
+
+def model_pair_residual(model, data: Dataset, i: int, j: int) -> Tensor:
+    """:func:`pair_residual` of an ensemble's current predictions: [K, V, V, C]."""
+    with torch.no_grad():
+        probs = torch.softmax(model(data.x), dim=-1)
+    return pair_residual(data, probs, i, j)
+
+
+def group_cosines(E: Tensor, groups: Tensor) -> tuple[Tensor, Tensor]:
+    """Mean cosine between embedding rows of the same group and of different groups.
+
+    E: [..., n, d] rows (e.g. the anchor tokens' embeddings); groups: [n] labels.
+    Returns (within, between), each [...]: how far the rows have split along ``groups``.
+    """
+    g = torch.as_tensor(groups)
+    if E.shape[-2] != g.numel() or g.numel() < 2:
+        raise ValueError(f"need one group label per row: {E.shape[-2]} rows, {g.numel()} labels")
+    X = torch.nn.functional.normalize(E.double(), dim=-1)
+    cos = X @ X.transpose(-1, -2)
+    same = g[:, None] == g[None, :]
+    off = ~torch.eye(g.numel(), dtype=torch.bool)
+    if not bool((same & off).any()) or not bool((~same).any()):
+        raise ValueError("need at least two rows in some group and at least two groups")
+    return cos[..., same & off].mean(-1), cos[..., ~same].mean(-1)
+
+
+# --- lesson 07: attention at small init ---
+
+
+def partner_attention(task) -> Callable[[object], Tensor]:
+    """A ``train`` probe: mean over sequences of attn[query = last position, key = partner position].
+
+    ``task`` must be a partner task (``info["partner_position"]``); the probe returns [K].
+    While attention is uniform this is exactly 1 / L.
+    """
+    where = task.info.get("partner_position")
+    if where is None:
+        raise ValueError("partner_attention needs a task with info['partner_position'] (see partner_task)")
+    x = task.population.x
+    rows = torch.arange(x.shape[0])
+
+    def probe(model) -> Tensor:
+        attn = model.attention(x.to(model.embedding.device))[:, :, -1, :]  # [K, N, L]
+        return attn[:, rows, where.to(attn.device)].mean(1)
+
+    return probe
+
+
+def bag_of_context(model, x: Tensor) -> Tensor:
+    """Attention output when every score is equal: mean_j (E[x_j] + P_j) W_V, [K, N, d].
+
+    At small init the scores are O(eps^4), so this is what one attention layer computes at first.
+    """
+    h = model.embedding.detach()[:, x] + model.position.detach()[:, None]  # [K, N, L, d]
+    return h.mean(2) @ model.w_v.detach()
+
+
+def departure_step(steps: Tensor, curve: Tensor, tol: float, relative: bool = False) -> Tensor:
+    """First recorded step where ``curve`` [..., T] leaves its starting value by more than ``tol``.
+
+    With ``relative=True`` the tolerance is ``tol * |curve[..., 0]|`` (for norms that start > 0).
+    Returns [...] steps, -1 where the curve never leaves.
+    """
+    c = torch.as_tensor(curve, dtype=torch.float64)
+    s = torch.as_tensor(steps)
+    if c.shape[-1] != s.numel() or tol <= 0:
+        raise ValueError(f"need one curve value per recorded step ({s.numel()}) and tol > 0")
+    start = c[..., :1]
+    bound = tol * start.abs() if relative else torch.full_like(start, tol)
+    out = (c - start).abs() > bound
+    first = out.double().argmax(-1)
+    return torch.where(out.any(-1), s[first], torch.full_like(first, -1, dtype=s.dtype))

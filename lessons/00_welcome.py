@@ -92,6 +92,27 @@ for k, gamma in enumerate(result.gammas):
 #   alignment curves peak in order.
 
 # %% [markdown]
+# ## Try it yourself
+#
+# The explorer below trains the same kind of model for eight values of γ and three seeds in one
+# batch, on a slightly smaller version of the task (6 tokens per block; about ten seconds on a
+# CPU). After that every control only looks results up. Drag **γ** from 1.5 down to 0.5 and watch
+# the plateaus in the left panel shorten and run together. Scrub **step** (or press play) to watch
+# the embeddings in the right panel split into groups, one stair at a time. Untick orders to
+# compare their alignment curves. *train γ* trains a value that is not on the slider, in the
+# background.
+#
+# > **Think.** Before you touch the slider: below which γ do you expect the first plateau to
+# > vanish? And which tokens (keys, first anchors or second anchors) should move apart first
+# > in the PCA panel?
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+from ctxlab.widgets import staircase_explorer
+
+staircase_explorer()
+
+# %% [markdown]
 # ## How the course works
 #
 # * **Lessons** (`lessons/NN_slug.ipynb`) read top to bottom. Each one states its goals and run time,

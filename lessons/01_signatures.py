@@ -227,6 +227,23 @@ plt.show()
 # hierarchy task only the token→label kind matters, and that is the kind the next lessons follow.
 
 # %% [markdown]
+# ## Try it yourself
+#
+# The signature explorer shows one signature at a time, for a smaller hierarchy task (6 tokens
+# per block). Choose the order k, the kind (token→label or token→context), the form and a token.
+# The left panel is that token's row, the middle panel the cosine-similarity matrix with the
+# token marked, and the right panel the entropy ladder with order k shaded.
+#
+# > **Think.** Which tokens share the same row at incremental order 1, and at which order do the
+# > first anchors start to differ from each other? Step through the tokens to check.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+from ctxlab.widgets import signature_explorer
+
+signature_explorer()
+
+# %% [markdown]
 # ## Conditional entropies: the losses each order can reach
 #
 # A model that predicts y from the tokens at positions S, and uses them perfectly, reaches the

@@ -154,3 +154,13 @@ def test_onset_step_and_role_norms():
     traj = Trajectory(torch.tensor([0, 1]), torch.zeros(1, 2), emb)
     norms = role_norms(traj, ["key", "key", "anchor", "anchor"])
     assert norms["key"].tolist() == [[0.0, pytest.approx(3**0.5)]] and norms["anchor"].tolist() == [[0.0, 0.0]]
+
+
+def test_rsa_ranks_ties_fairly(sig1):
+    """Signatures have many equal similarities; a rotated copy must still score RSA = 1."""
+    Q, _ = torch.linalg.qr(torch.randn(9, 9, generator=torch.Generator().manual_seed(5), dtype=torch.float64))
+    copy = sig1.matrix.double() @ Q
+    assert float(rsa(copy, sig1)) == pytest.approx(1.0, abs=1e-9)
+    from ctxlab.align import _ranks
+
+    assert _ranks(torch.tensor([3.0, 1.0, 1.0, 2.0])).tolist() == [3.0, 0.5, 0.5, 2.0]

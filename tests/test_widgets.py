@@ -58,6 +58,14 @@ def _lines(fig):
     return [np.asarray(line.get_ydata(), dtype=float).copy() for ax in fig.axes for line in ax.get_lines()]
 
 
+def _shown(dash) -> bytes:
+    """The PNG the dashboard's Output holds (its state, which is what a frontend renders)."""
+    import base64
+
+    (bundle,) = dash.out.outputs
+    return base64.b64decode(bundle["data"]["image/png"])
+
+
 def _offsets(fig):
     return [c.get_offsets().copy() for ax in fig.axes for c in ax.collections]
 
@@ -124,17 +132,19 @@ def test_staircase_explorer_sliders_redraw(sweep):
     assert dash.redraws == 1 and dash.png.startswith(b"\x89PNG")
     before_lines, before_png = _lines(dash.figure), dash.png
     dash.gamma.value = 0.75 if dash.gamma.value != 0.75 else 1.0
-    assert dash.redraws == 2
+    assert dash.redraws == 2 and _shown(dash) == dash.png
     assert any(not np.allclose(x, y) for x, y in zip(before_lines, _lines(dash.figure)))
     assert dash.png != before_png
-    before_points = _offsets(dash.figure)
+    before_points, before_png = _offsets(dash.figure), dash.png
     dash.step.value = 60
+    assert dash.png != before_png
     assert any(not np.allclose(x, y) for x, y in zip(before_points, _offsets(dash.figure)))
     dash.orders.value = (2,)
     assert [t.get_text() for t in dash.figure.axes[1].get_legend().get_texts()] == ["order 2"]
-    before_lines = _lines(dash.figure)
+    before_lines, before_png = _lines(dash.figure), dash.png
     dash.seed.value = 1
     assert any(not np.allclose(x, y) for x, y in zip(before_lines, _lines(dash.figure)))
+    assert dash.png != before_png
     assert "application/vnd.jupyter.widget-view+json" in dash._repr_mimebundle_()
 
 
@@ -170,10 +180,13 @@ def test_signature_compute_draw_and_explorer():
     assert len(fig.axes) == 3
     with pytest.raises(IndexError, match="token"):
         draw_signature(view, 9)
+    assert draw_signature(view, 4).axes[0].patches[0].get_data().values.shape == (view.signature.matrix.shape[1],)
     dash = signature_explorer(SignatureSettings(task_args=(("block", 3),)))
-    heights = [p.get_height() for p in dash.figure.axes[0].patches]
+    row = dash.figure.axes[0].patches[0].get_data().values.copy()
+    png = dash.png
     dash.token.value = 4
-    assert heights != [p.get_height() for p in dash.figure.axes[0].patches]
+    assert not np.array_equal(row, dash.figure.axes[0].patches[0].get_data().values)
+    assert dash.png != png and _shown(dash) == dash.png
     before = dash.figure.axes[1].images[0].get_array().copy()
     dash.kind.value = "context"
     assert not np.array_equal(before, dash.figure.axes[1].images[0].get_array())
@@ -194,3 +207,73 @@ def test_attention_compute_draw_and_explorer():
     before = _lines(dash.figure)
     dash.gamma.value = 1
     assert any(not np.allclose(x, y) for x, y in zip(before, _lines(dash.figure)))
+
+
+def _pixels(png: bytes) -> np.ndarray:
+    import io
+
+    from PIL import Image
+
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
+
+
+def test_partial_redraws_match_a_fresh_render(sweep):
+    """The dashboards redraw only what changed; the pixels must equal a from-scratch render."""
+    from ctxlab.widgets.signatures import SignatureFigure
+    from ctxlab.widgets.staircase import StaircaseView
+
+    dash = staircase_explorer(TINY)
+    for orders, gamma, step in [((1,), 0.75, 30), ((2, 3), 1.0, 60), ((1, 2, 3), 0.75, 0)]:
+        dash.orders.value, dash.gamma.value, dash.step.value = orders, gamma, step
+        fresh = StaircaseView(sweep, blit=True)
+        fresh.update(sweep, sweep.gammas.index(gamma), 0, step // 10, orders)
+        np.testing.assert_array_equal(_pixels(fresh.render_png()), _pixels(dash.png))
+    block3 = (("block", 3),)
+    sig = signature_explorer(SignatureSettings(task_args=block3))
+    for order, kind, form, token in [(2, "label", "raw", 4), (1, "context", "centered", 7), (3, "label", "incremental", 1)]:
+        sig.order.value, sig.kind.value, sig.form.value, sig.token.value = order, kind, form, token
+        fresh = SignatureFigure(sig.view.tokens, blit=True)
+        fresh.update(compute_signature(SignatureSettings(task_args=block3, order=order, kind=kind, form=form)), token)
+        np.testing.assert_array_equal(_pixels(fresh.render_png()), _pixels(sig.png))
+
+
+def test_explorer_survives_the_build_kernel(tmp_path):
+    """Regression: ``ctxlab build`` runs lessons with nbclient (store_widget_state=False), whose
+    emulation of a capturing ``Output`` raised a KeyError and killed the kernel. The dashboards
+    fill their Output by a state update instead, so a lesson cell showing one must just run."""
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    from ctxlab.course import execute
+
+    nb = new_notebook(cells=[new_code_cell(
+        "from ctxlab.widgets import SignatureSettings, SweepSettings, signature_explorer, staircase_explorer\n"
+        f"dash = staircase_explorer({TINY!r})\n"
+        "dash.gamma.value = 0.75\n"
+        "dash"), new_code_cell("signature_explorer(SignatureSettings(task_args=(('block', 3),)))"),
+        new_code_cell("print('still alive')")])
+    execute(nb, tmp_path)
+    assert nb.cells[-1].outputs[0]["text"] == "still alive\n"
+    assert "application/vnd.jupyter.widget-view+json" in nb.cells[0].outputs[0]["data"]
+    nbformat.validate(nb)
+
+
+def test_explorer_of_a_finished_staircase_run():
+    """A lesson's own staircase() result is explored as is: same numbers, no training controls."""
+    from ctxlab.experiments import staircase
+    from ctxlab.widgets import sweep_from_result
+
+    result = staircase(gammas=(0.75, 1.0), seeds=(0, 1), steps=20, profile="quick", progress=False)
+    sweep = sweep_from_result(result)
+    assert sweep.gammas == (0.75, 1.0) and sweep.seeds == (0, 1) and sweep.settings.hidden == 0
+    torch.testing.assert_close(sweep.loss[1, 0], result.trajectory.loss[2])
+    torch.testing.assert_close(sweep.alignment[0, 1, 2], list(result.alignment.values())[2][1])
+    dash = staircase_explorer(result=result)
+    assert dash.train_button.disabled and dash.optimizer.disabled
+    png = dash.png
+    dash.gamma.value = 0.75
+    assert dash.png != png
+    with pytest.raises(ValueError, match="finished run"):
+        dash.train_gamma(0.9)
+    with pytest.raises(ValueError, match="not both"):
+        staircase_explorer(TINY, result=result)

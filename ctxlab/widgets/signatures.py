@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 from matplotlib.figure import Figure
 
 from ctxlab.signatures import FORMS, KINDS, Signature, Stair, entropy_ladder, signature
 from ctxlab.tasks import make_task
-from ctxlab.widgets._common import Dashboard, ResultCache
+from ctxlab.widgets._common import Blitter, Dashboard, ResultCache, render_png
 
 
 @dataclass(frozen=True)
@@ -52,41 +53,94 @@ def signature_view(settings: SignatureSettings) -> SignatureView:
     return _VIEWS.get(settings, lambda: compute_signature(settings))
 
 
+class SignatureFigure:
+    """The signature figure, updated in place: a new signature redraws the background once,
+    a new token only moves the row, its title and the cross-hair (drawn over it with ``blit``).
+
+    The row is one ``stairs`` patch, not a bar per column: a third-order signature has
+    thousands of columns. Built for one task's tokens; any signature of that task fits.
+    """
+
+    def __init__(self, tokens: tuple[str, ...], figsize=(11.0, 3.4), dpi: int = 72, blit: bool = False) -> None:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        self.tokens = tuple(tokens)
+        V = len(self.tokens)
+        self.figure = Figure(figsize=figsize, dpi=dpi)
+        self.ax_row, self.ax_cos, self.ax_lad = self.figure.subplots(1, 3, gridspec_kw={"width_ratios": [1.4, 1, 1]})
+        self.figure.subplots_adjust(left=0.06, right=0.985, bottom=0.16, top=0.88, wspace=0.3)
+        self.row = self.ax_row.stairs([0.0], [-0.5, 0.5], baseline=0.0, fill=True)
+        self.ax_row.axhline(0, color="black", lw=0.6)
+        self.image = self.ax_cos.imshow(np.zeros((V, V)), vmin=-1, vmax=1, cmap="RdBu_r", interpolation="nearest")
+        self.cross = [self.ax_cos.axhline(0, color="black", lw=0.8), self.ax_cos.axvline(0, color="black", lw=0.8)]
+        every = 1 if V <= 20 else 3
+        self.ax_cos.set_xticks(range(0, V, every), self.tokens[::every], fontsize=6, rotation=90)
+        self.ax_cos.set_yticks(range(0, V, every), self.tokens[::every], fontsize=6)
+        self.ax_cos.set_title("cosine similarity of rows", fontsize=10)
+        self.ladder_line = self.ax_lad.step([], [], where="post", color="black", lw=1.5)[0]
+        self.span = self.ax_lad.axvspan(0, 1, alpha=0.25, visible=False)
+        moving = [self.row, self.image, *self.cross, self.span, self.ax_row.title]
+        self.blitter = Blitter(self.figure, moving) if blit else None
+        if not blit:
+            FigureCanvasAgg(self.figure)
+        self._view: SignatureView | None = None
+
+    def update(self, view: SignatureView, token: int) -> Figure:
+        """Show ``token``'s row of ``view``'s signature; returns the Figure."""
+        sig = view.signature
+        V = sig.matrix.shape[0]
+        if V != len(self.tokens):
+            raise ValueError(f"this figure was built for {len(self.tokens)} tokens, the signature has {V}")
+        if not 0 <= token < V:
+            raise IndexError(f"token must lie in [0, {V}), got {token}")
+        if view is not self._view:
+            self._set_signature(view)
+            self._view = view
+        row = sig.matrix[token].numpy()
+        self.row.set_data(values=row)
+        self.ax_row.set_title(f"{sig.name} row of token {sig.tokens[token]}")
+        self.cross[0].set_ydata([token, token])
+        self.cross[1].set_xdata([token, token])
+        return self.figure
+
+    def _set_signature(self, view: SignatureView) -> None:
+        """Everything that depends on the signature; only the row's panel needs a new background."""
+        from ctxlab.plots import ORDER_COLORS, cosine_similarity
+
+        if self._view is None:
+            self._set_ladder(view.ladder)
+        sig = view.signature
+        m = sig.matrix.shape[1]
+        color = ORDER_COLORS[sig.order % len(ORDER_COLORS)]
+        self.row.set_data(values=np.zeros(m), edges=np.arange(m + 1) - 0.5)
+        self.row.set_color(color)
+        lim = float(sig.matrix.abs().max()) or 1.0
+        self.ax_row.set(xlim=(-0.5, m - 0.5), ylim=(-lim * 1.05 if (sig.matrix < 0).any() else 0, lim * 1.05),
+                        xlabel=f"column (of {m})")
+        self.image.set_data(cosine_similarity(sig.matrix).numpy())
+        self.span.set_visible(sig.kind == "label" and sig.order < len(view.ladder))
+        self.span.set_x(sig.order)
+        self.span.set_color(color)
+        if self.blitter is not None:
+            self.blitter.invalidate(*([] if self._view is None else [self.ax_row]))
+
+    def _set_ladder(self, ladder: list[Stair]) -> None:
+        """The task's entropy ladder: the same for every signature of the task."""
+        orders = [s.order for s in ladder]
+        levels = [s.entropy for s in ladder]
+        self.ladder_line.set_data(orders + [orders[-1] + 1], levels + [levels[-1]])
+        self.ax_lad.set_xticks([o + 0.5 for o in orders], [str(o) for o in orders])
+        self.ax_lad.set(xlabel="order k", ylabel="H(Y | best k tokens)", xlim=(orders[0], orders[-1] + 1),
+                        ylim=(0, max(levels) * 1.1), title="entropy ladder")
+
+    def render_png(self) -> bytes:
+        """The PNG of the current selection; with ``blit`` only the moving artists are redrawn."""
+        return render_png(self.figure) if self.blitter is None else self.blitter.render()
+
+
 def draw_signature(view: SignatureView, token: int, figsize=(11.0, 3.4), dpi: int = 72) -> Figure:
     """The token's signature row, the cosine-similarity matrix (token marked), and the entropy ladder."""
-    from ctxlab.plots import ORDER_COLORS, cosine_similarity
-
-    sig = view.signature
-    V = sig.matrix.shape[0]
-    if not 0 <= token < V:
-        raise IndexError(f"token must lie in [0, {V}), got {token}")
-    fig = Figure(figsize=figsize, dpi=dpi)
-    ax_row, ax_cos, ax_lad = fig.subplots(1, 3, gridspec_kw={"width_ratios": [1.4, 1, 1]})
-    fig.subplots_adjust(left=0.06, right=0.985, bottom=0.16, top=0.88, wspace=0.3)
-
-    row = sig.matrix[token].numpy()
-    ax_row.bar(range(len(row)), row, width=1.0, color=ORDER_COLORS[sig.order % len(ORDER_COLORS)])
-    ax_row.axhline(0, color="black", lw=0.6)
-    lim = float(sig.matrix.abs().max()) or 1.0
-    ax_row.set(ylim=(-lim * 1.05 if (sig.matrix < 0).any() else 0, lim * 1.05), xlabel=f"column (of {len(row)})",
-               title=f"{sig.name} row of token {sig.tokens[token]}")
-
-    ax_cos.imshow(cosine_similarity(sig.matrix).numpy(), vmin=-1, vmax=1, cmap="RdBu_r", interpolation="nearest")
-    ax_cos.axhline(token, color="black", lw=0.8)
-    ax_cos.axvline(token, color="black", lw=0.8)
-    every = 1 if V <= 20 else 3
-    ax_cos.set_xticks(range(0, V, every), sig.tokens[::every], fontsize=6, rotation=90)
-    ax_cos.set_yticks(range(0, V, every), sig.tokens[::every], fontsize=6)
-    ax_cos.set_title("cosine similarity of rows", fontsize=10)
-
-    orders = [s.order for s in view.ladder]
-    levels = [s.entropy for s in view.ladder]
-    ax_lad.step(orders + [orders[-1] + 1], levels + [levels[-1]], where="post", color="black", lw=1.5)
-    if sig.kind == "label" and sig.order < len(levels):
-        ax_lad.axvspan(sig.order, sig.order + 1, color=ORDER_COLORS[sig.order % len(ORDER_COLORS)], alpha=0.25)
-    ax_lad.set_xticks([o + 0.5 for o in orders], [str(o) for o in orders])
-    ax_lad.set(xlabel="order k", ylabel="H(Y | best k tokens)", ylim=(0, max(levels) * 1.1), title="entropy ladder")
-    return fig
+    return SignatureFigure(view.signature.tokens, figsize, dpi).update(view, token)
 
 
 class SignatureExplorer(Dashboard):
@@ -105,6 +159,7 @@ class SignatureExplorer(Dashboard):
         self.form = w.ToggleButtons(options=list(FORMS), value=settings.form, description="form")
         self.token = w.Dropdown(options=[(n, i) for i, n in enumerate(task.token_names)], value=0, description="token")
         self.status = w.Label("")
+        self.view = SignatureFigure(task.token_names, blit=True)
         for control in (self.order, self.kind, self.form, self.token):
             control.observe(lambda _: self.redraw(), names="value")
         self.widget = w.VBox([w.HBox([self.order, self.token]), w.HBox([self.kind, self.form]), self.status, self.out])
@@ -120,7 +175,8 @@ class SignatureExplorer(Dashboard):
             self.status.value = str(exc)
             return
         self.status.value = ""
-        self._show(draw_signature(view, self.token.value), self.out)
+        figure = self.view.update(view, self.token.value)
+        self._show(figure, self.out, self.view.render_png())
 
 
 def signature_explorer(settings: SignatureSettings | None = None) -> SignatureExplorer:

@@ -21,7 +21,7 @@ from ctxlab.signatures import label_signature
 from ctxlab.tasks import make_task
 from ctxlab.theory import plateau_levels
 from ctxlab.train import train
-from ctxlab.widgets._common import BackgroundJob, Dashboard, ResultCache, encode_png, progress_probe, render_png
+from ctxlab.widgets._common import BackgroundJob, Blitter, Dashboard, ResultCache, progress_probe, render_png
 
 # The learning rate each optimizer toggle uses: GD is the gradient flow; Adam's steps are lr-sized.
 OPTIMIZER_LR = {"gd": 1.0, "adam": 0.001}
@@ -132,6 +132,39 @@ def staircase_sweep(settings: SweepSettings | None = None, cache_dir=None,
                        cache_dir)
 
 
+def sweep_from_result(result) -> StaircaseSweep:
+    """A finished :func:`ctxlab.experiments.staircase` run as a sweep, so the explorer shows the
+    very run a lesson just trained, at no extra training cost. Its ``settings.hidden`` is 0: the
+    run's width is not recorded, so such a sweep cannot be extended by training."""
+    traj = result.trajectory
+    gammas = tuple(dict.fromkeys(float(g) for g in result.gammas))
+    seeds = tuple(dict.fromkeys(int(s) for s in result.seeds))
+    if list(zip(map(float, result.gammas), map(int, result.seeds))) != [(g, s) for g in gammas for s in seeds]:
+        raise ValueError("the explorer needs a full γ-major (γ × seed) grid, as staircase() trains one")
+    task = make_task(result.task)
+    G, S, T = len(gammas), len(seeds), len(traj.steps)
+    if traj.embeddings.shape[2] != task.vocab_size:
+        raise ValueError(f"the run has {traj.embeddings.shape[2]} tokens, the default {result.task} task "
+                         f"{task.vocab_size}: it was not trained by staircase()")
+    lr = traj.config.get("lr", 1.0)
+    settings = SweepSettings(task=result.task, task_args=(), gammas=gammas, seeds=seeds,
+                             optimizer=traj.config.get("optimizer", "gd"),
+                             lr=float(lr[0] if isinstance(lr, (list, tuple)) else lr), steps=int(traj.steps[-1]),
+                             d=traj.embeddings.shape[-1], hidden=0,
+                             record_every=int(traj.steps[1] - traj.steps[0]) if T > 1 else 1)
+    return StaircaseSweep(
+        settings=settings,
+        steps=traj.steps,
+        loss=traj.loss.reshape(G, S, T),
+        embeddings=traj.embeddings.reshape(G, S, T, *traj.embeddings.shape[2:]),
+        alignment=torch.stack(list(result.alignment.values()), dim=1).reshape(G, S, len(result.alignment), T),
+        levels=list(result.levels),
+        token_names=task.token_names,
+        roles=task.roles,
+        seconds=result.seconds,
+    )
+
+
 def embedding_pca(E: torch.Tensor) -> torch.Tensor:
     """[V, d] -> [V, 2] coordinates on the top two principal axes, signs fixed so frames don't flip."""
     centred = E.double() - E.double().mean(0)
@@ -149,10 +182,11 @@ def _check_index(name: str, value: int, size: int) -> None:
 class StaircaseView:
     """A Figure whose artists are updated in place for each selection.
 
-    Re-rendering reused axes costs about half of drawing a new Figure (ticks and text layouts
-    are kept). With ``blit=True`` (the dashboard) the step-dependent artists are drawn over a
-    saved background, so scrubbing the step re-renders almost nothing; such a figure is only
-    complete through :meth:`render_png`. Any sweep of the same task, seeds and orders fits.
+    With ``blit=True`` (the dashboard) everything a γ, seed or step change moves is an animated
+    artist drawn over a saved background: the loss axis spans every run seen so far, the PCA is
+    scaled per run into fixed axes and the order legend is animated too, so only a wider loss
+    range redraws (one panel of) the background. Such a figure is only complete through
+    :meth:`render_png`. Any sweep of the same task, seeds and orders fits.
     """
 
     def __init__(self, sweep: StaircaseSweep, figsize=(11.0, 3.3), dpi: int = 72, blit: bool = False) -> None:
@@ -179,15 +213,20 @@ class StaircaseView:
         self.role_points = {role: self.ax_pca.scatter([0.0] * len(idx), [0.0] * len(idx), s=22, label=role,
                                                       color=ROLE_COLORS[r % len(ROLE_COLORS)])
                             for r, (role, idx) in enumerate(self.role_index.items())}
-        self.ax_pca.set(xlabel="PC 1", ylabel="PC 2")
+        # coordinates are divided by the run's largest radius, so these axes never change
+        self.ax_pca.set(xlabel="PC 1", ylabel="PC 2", xlim=(-1.1, 1.1), ylim=(-1.1, 1.1), xticks=[], yticks=[])
         self.ax_pca.legend(loc="upper left", fontsize=7)
-        FigureCanvasAgg(self.figure)
-        self.blit = blit
-        self._moving = [*self.markers, *self.role_points.values(), self.ax_pca.title]
-        for artist in self._moving:
-            artist.set_animated(blit)
-        self._background = None
-        self._static: tuple | None = None
+        self.scale_text = self.ax_pca.text(0.98, 0.02, "", transform=self.ax_pca.transAxes, ha="right", va="bottom",
+                                           fontsize=8, color="dimgrey")
+        moving = [*self.seed_lines, self.loss_line, *self.order_lines.values(), *self.markers,
+                  *self.role_points.values(), self.ax_loss.title, self.ax_pca.title, self.scale_text]
+        self.blitter = Blitter(self.figure, moving) if blit else None
+        if not blit:
+            FigureCanvasAgg(self.figure)
+        self._run: tuple | None = None
+        self._orders: tuple[int, ...] | None = None
+        self._loss_range: tuple[float, float] | None = None
+        self._radius = 1.0
 
     def update(self, sweep: StaircaseSweep, gamma_index: int, seed_index: int, step_index: int,
                orders: Sequence[int] | None = None) -> Figure:
@@ -198,56 +237,65 @@ class StaircaseView:
         _check_index("step_index", step_index, T)
         if (S, sweep.orders, sweep.roles) != self.shape:
             raise ValueError("this view was built for a sweep with other seeds, orders or tokens; make a new view")
-        orders = sweep.orders if orders is None else list(orders)
+        orders = tuple(sorted(sweep.orders if orders is None else orders))
         if any(o not in sweep.orders for o in orders):
-            raise ValueError(f"orders must be among {sweep.orders}, got {orders}")
+            raise ValueError(f"orders must be among {sweep.orders}, got {list(orders)}")
+        self._set_frame(sweep, orders)
+        run = (id(sweep), gamma_index, seed_index)
+        if run != self._run:
+            self._run = run
+            self._set_run(sweep, gamma_index, seed_index)
         step = int(sweep.steps[step_index])
-        static = (id(sweep), gamma_index, seed_index, tuple(orders))
-        if static != self._static:
-            self._static, self._background = static, None
-            self._update_static(sweep, gamma_index, seed_index, orders)
         for marker in self.markers:
             marker.set_xdata([step, step])
-        coords = embedding_pca(sweep.embeddings[gamma_index, seed_index, step_index]).numpy()
+        coords = embedding_pca(sweep.embeddings[gamma_index, seed_index, step_index]).numpy() / self._radius
         for role, points in self.role_points.items():
             points.set_offsets(coords[self.role_index[role]])
         self.ax_pca.set_title(f"embedding PCA at step {step}")
         return self.figure
 
-    def _update_static(self, sweep: StaircaseSweep, gamma_index: int, seed_index: int, orders: list[int]) -> None:
+    def _set_frame(self, sweep: StaircaseSweep, orders: tuple[int, ...]) -> None:
+        """The background: the loss range (grown to cover every run seen) and the order legend."""
+        low = min(float(sweep.loss.min()), sweep.levels[-1])
+        high = max(float(sweep.loss.max()), sweep.levels[0])
+        if self._loss_range is not None:
+            low, high = min(low, self._loss_range[0]), max(high, self._loss_range[1])
+        if (low, high) != self._loss_range:
+            self._loss_range = (low, high)
+            self.ax_loss.set_ylim(low - 0.03 * (high - low), high + 0.03 * (high - low))
+            self._invalidate(self.ax_loss)
+        if orders != self._orders:
+            self._orders = orders
+            for o, line in self.order_lines.items():
+                line.set_visible(o in orders)
+            old = self.ax_align.get_legend()
+            if old is not None:
+                old.remove()
+            new = self.ax_align.legend(handles=[self.order_lines[o] for o in orders], loc="lower right",
+                                       fontsize=8) if orders else None
+            if self.blitter is not None:  # the legend is drawn over the lines, so no new background
+                self.blitter.replace(old, new)
+
+    def _set_run(self, sweep: StaircaseSweep, gamma_index: int, seed_index: int) -> None:
         for s, line in enumerate(self.seed_lines):
             line.set_ydata(sweep.loss[gamma_index, s].numpy())
         self.loss_line.set_ydata(sweep.loss[gamma_index, seed_index].numpy())
-        curves = sweep.loss[gamma_index]
-        low, high = min(float(curves.min()), sweep.levels[-1]), max(float(curves.max()), sweep.levels[0])
-        self.ax_loss.set_ylim(low - 0.03 * (high - low), high + 0.03 * (high - low))
         self.ax_loss.set_title(f"γ = {sweep.gammas[gamma_index]:g}, seed {sweep.seeds[seed_index]}, "
                                f"{sweep.settings.optimizer}")
         for o, line in self.order_lines.items():
-            line.set_visible(o in orders)
             line.set_ydata(sweep.alignment[gamma_index, seed_index, o - 1].numpy())
-        if self.ax_align.get_legend() is not None:
-            self.ax_align.get_legend().remove()
-        if orders:
-            self.ax_align.legend(handles=[self.order_lines[o] for o in sorted(orders)], loc="lower right", fontsize=8)
         # one scale for the whole run, so the points move and the axes stay put while scrubbing
         E = sweep.embeddings[gamma_index, seed_index]
-        lim = 1.15 * float((E - E.mean(1, keepdim=True)).norm(dim=-1).max()) or 1.0
-        self.ax_pca.set(xlim=(-lim, lim), ylim=(-lim, lim))
+        self._radius = float((E - E.mean(1, keepdim=True)).norm(dim=-1).max()) or 1.0
+        self.scale_text.set_text(f"axes: ±{1.1 * self._radius:.2g}")
+
+    def _invalidate(self, ax) -> None:
+        if self.blitter is not None:
+            self.blitter.invalidate(ax)
 
     def render_png(self) -> bytes:
         """The PNG of the current selection; with ``blit`` only the moving artists are redrawn."""
-        if not self.blit:
-            return render_png(self.figure)
-        canvas = self.figure.canvas
-        if self._background is None:
-            canvas.draw()
-            self._background = canvas.copy_from_bbox(self.figure.bbox)
-        else:
-            canvas.restore_region(self._background)
-        for artist in self._moving:
-            self.figure.draw_artist(artist)
-        return encode_png(canvas.buffer_rgba())
+        return render_png(self.figure) if self.blitter is None else self.blitter.render()
 
 
 def draw_staircase(sweep: StaircaseSweep, gamma_index: int, seed_index: int, step_index: int,
@@ -259,14 +307,16 @@ def draw_staircase(sweep: StaircaseSweep, gamma_index: int, seed_index: int, ste
 class StaircaseExplorer(Dashboard):
     """The staircase dashboard; build it with :func:`staircase_explorer`."""
 
-    def __init__(self, settings: SweepSettings, cache_dir=None) -> None:
+    def __init__(self, settings: SweepSettings, cache_dir=None, sweep: StaircaseSweep | None = None) -> None:
         import ipywidgets as w
 
         super().__init__()
+        if sweep is not None:
+            settings = sweep.settings
         self.settings, self.cache_dir = settings, cache_dir
         self.job: BackgroundJob | None = None
         self._extra: dict[tuple[str, float], StaircaseSweep] = {}  # (optimizer, γ) -> one-γ sweep
-        self._sweeps = {settings.optimizer: staircase_sweep(settings, cache_dir)}
+        self._sweeps = {settings.optimizer: sweep or staircase_sweep(settings, cache_dir)}
         self._current = settings.optimizer  # the optimizer whose sweep the controls index
         self._quiet = False
         sweep = self._sweeps[settings.optimizer]
@@ -282,12 +332,17 @@ class StaircaseExplorer(Dashboard):
         w.jslink((self.play, "value"), (self.step, "value"))
         self.orders = w.SelectMultiple(options=[(f"order {o}", o) for o in sweep.orders], value=tuple(sweep.orders),
                                        description="orders", rows=len(sweep.orders))
-        self.optimizer = w.ToggleButtons(options=list(OPTIMIZER_LR), value=settings.optimizer, description="optimizer")
+        options = list(OPTIMIZER_LR) if settings.optimizer in OPTIMIZER_LR else [settings.optimizer]
+        self.optimizer = w.ToggleButtons(options=options, value=settings.optimizer, description="optimizer")
         self.seed = w.Dropdown(options=list(settings.seeds), value=settings.seeds[0], description="seed")
         self.new_gamma = w.BoundedFloatText(value=0.9, min=0.05, max=3.0, step=0.05, description="train γ")
         self.train_button = w.Button(description="train", tooltip="train this γ in the background")
         self.progress = w.FloatProgress(value=0.0, min=0.0, max=1.0, description="idle")
         self.status = w.Label("")
+        if settings.hidden == 0:  # a finished run (sweep_from_result): nothing to train from
+            for control in (self.optimizer, self.new_gamma, self.train_button):
+                control.disabled = True
+            self.status.value = "a finished run: staircase_explorer() trains its own sweep with these controls"
         for control in (self.gamma, self.step, self.orders, self.seed):
             control.observe(self._on_change, names="value")
         self.optimizer.observe(self._on_optimizer, names="value")
@@ -358,6 +413,9 @@ class StaircaseExplorer(Dashboard):
         """Train ``gamma`` (all seeds) in the background and add it to the γ slider when done."""
         if not (isinstance(gamma, (int, float)) and math.isfinite(gamma) and gamma > 0):
             raise ValueError(f"γ must be a positive number, got {gamma!r}")
+        if self.settings.hidden == 0:
+            raise ValueError("this explorer shows a finished run, whose model width is not recorded; "
+                             "build one with staircase_explorer() to train more γ values")
         gamma, opt = float(gamma), self._current
         if gamma in [v for _, v in self.gamma.options]:
             self.gamma.value = gamma
@@ -388,6 +446,16 @@ class StaircaseExplorer(Dashboard):
         return self.job
 
 
-def staircase_explorer(settings: SweepSettings | None = None, cache_dir=None) -> StaircaseExplorer:
-    """Build the staircase dashboard (trains or loads the sweep first); display the returned object."""
+def staircase_explorer(settings: SweepSettings | None = None, cache_dir=None, result=None) -> StaircaseExplorer:
+    """Build the staircase dashboard; display the returned object.
+
+    Without ``result`` it trains (or loads) the sweep for ``settings`` first. With a
+    :func:`ctxlab.experiments.staircase` result it explores that run instead, training nothing
+    (and its training controls are off).
+    """
+    if result is not None:
+        if settings is not None:
+            raise ValueError("pass settings (a sweep to train) or result (a finished run), not both")
+        sweep = sweep_from_result(result)
+        return StaircaseExplorer(sweep.settings, cache_dir, sweep=sweep)
     return StaircaseExplorer(settings or sweep_settings(), cache_dir)

@@ -1,0 +1,187 @@
+"""Checks for the exercises of lesson 05 (linear-network modes: why stairs come in order)."""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from typing import Any, Callable
+
+import torch
+from torch import Tensor
+
+from ctxlab.checks.core import Case, Diagnosis, _as_tensor, _close, reweighted, run_check, tensor_close
+from ctxlab.models import LinearEmb
+from ctxlab.tasks import Dataset, hierarchy_task, modes_task, xor_task
+from ctxlab.theory import correlation_modes, fit_growth_rate, input_output_correlation, mode_strengths, product_map
+from ctxlab.train import train
+
+# --- exercise 1: the singular values that set the order ------------------------------------------
+
+
+def singular_values_reference(data: Dataset) -> Tensor:
+    """All C singular values of Sigma_yx = E[(e_y - u) onehot(x)^T], descending."""
+    return torch.linalg.svdvals(input_output_correlation(data))
+
+
+def _datasets() -> list[tuple[str, Dataset, bool]]:
+    return [
+        ("modes task", modes_task().population, False),
+        ("modes task, strengths (0.2, 0.5, 0.1)", modes_task((0.2, 0.5, 0.1)).population, True),
+        ("hierarchy task", hierarchy_task().population, True),
+        ("hierarchy task with random weights", reweighted(hierarchy_task().population, 7), True),
+        ("xor task, 2000 samples", xor_task().sample(2000, seed=8), True),
+    ]
+
+
+def _svals(matrix: Tensor) -> Tensor:
+    return torch.linalg.svdvals(matrix.double())
+
+
+def _blocks(data: Dataset, centre: str, weight: bool) -> Tensor:
+    """Sigma_yx variants: centre by 'u', 'none' or 'p_y'; weight by frequency or not."""
+    from ctxlab.signatures import joint
+
+    p_y = joint(data, ())
+    cols = []
+    for i in range(data.seq_len):
+        table = joint(data, (i,))
+        pi = table.sum(-1, keepdim=True)
+        q = torch.where(pi > 0, table / pi.clamp_min(1e-300), torch.zeros_like(table))
+        base = {"u": torch.full_like(p_y, 1.0 / data.n_labels), "none": torch.zeros_like(p_y), "p_y": p_y}[centre]
+        cols.append(((q - base) * (pi > 0)) * (pi if weight else 1.0))
+    return torch.cat(cols, dim=0).T
+
+
+def check_05_singular_values(fn: Callable[[Dataset], Tensor]) -> None:
+    """fn(data) -> [C]: the singular values of Sigma_yx[:, i*V + s] = pi_i(s) (P(y | x_i = s) - u), descending."""
+    cases = [Case(label, (d,), singular_values_reference(d), hidden) for label, d, hidden in _datasets()]
+    diagnoses = [
+        Diagnosis(lambda g, e, c: _close(g, _svals(_blocks(c.args[0], "u", False))), "each column needs the token's frequency pi_i(s): the drive is P(x_i = s, y) - pi_i(s)/C"),
+        Diagnosis(lambda g, e, c: _close(g, _svals(_blocks(c.args[0], "none", True))), "subtract the uniform distribution u = 1/C: at small init the model already predicts u"),
+        Diagnosis(lambda g, e, c: _close(g, _svals(_blocks(c.args[0], "p_y", True))), "centre with u = 1/C (what the model predicts at init), not with the label marginal P(y)"),
+        Diagnosis(lambda g, e, c: _close(_as_tensor(g).flip(0), e), "sort the singular values in descending order"),
+    ]  # fmt: skip
+    run_check("check_05_singular_values", fn, cases, tensor_close(atol=1e-6), diagnoses)
+
+
+# --- exercise 2: the order in which modes switch on ----------------------------------------------
+
+
+def _first_steps(steps: Tensor, reached: Tensor) -> Tensor:
+    """First recorded step where each column of ``reached`` [T, r] is True; +inf where never."""
+    first = reached.float().argmax(0)
+    return torch.where(reached.any(0), steps.double()[first], torch.full(first.shape, math.inf, dtype=torch.float64))
+
+
+def switch_on_order_reference(steps: Tensor, strengths: Tensor, level: float) -> list[int]:
+    """Mode indices sorted by the first recorded step where |a_k| >= level (strengths [T, r])."""
+    return [int(k) for k in torch.argsort(_first_steps(steps, strengths.abs() >= level), stable=True)]
+
+
+def _synthetic(seed: int, rates: list[float], finals: list[float], T: int = 200) -> tuple[Tensor, Tensor]:
+    """Sigmoid-like mode curves a_k(t) = final_k / (1 + e^{-rate_k (t - t_k)}) with t_k ~ 1/rate_k."""
+    g = torch.Generator().manual_seed(seed)
+    t = torch.arange(T, dtype=torch.float64)
+    curves = []
+    for r, f in zip(rates, finals):
+        shift = 4.0 / r + float(torch.rand(1, generator=g)) * 3
+        curves.append(f / (1 + torch.exp(-r * (t - shift))))
+    return t, torch.stack(curves, dim=1)
+
+
+@lru_cache(maxsize=1)
+def _run_curves() -> tuple[Tensor, Tensor]:
+    task = modes_task((0.2, 0.6, 0.1))
+    model = LinearEmb(task.vocab_size, task.seq_len, task.n_labels, gamma=1.25, seed=3)
+    traj = train(model, task.population, 250, lr=1.0, record_every=2, probes={"map": product_map}, progress=False)
+    return traj.steps, mode_strengths(traj.extras["map"], correlation_modes(task.population))[0]
+
+
+def _order_cases() -> list[Case]:
+    specs = [
+        ("three synthetic modes", _synthetic(0, [0.3, 0.15, 0.08], [1.0, 3.0, 2.0]), 0.5, False),
+        ("four synthetic modes, a slow one ends highest", _synthetic(1, [0.05, 0.2, 0.1, 0.4], [6.0, 1.0, 2.0, 0.8]), 0.4, True),
+        ("negative-going mode", (lambda t, a: (t, a * torch.tensor([1.0, -1.0])))(*_synthetic(2, [0.1, 0.3], [2.0, 2.0])), 0.5, True),
+        ("a LinearEmb run on the modes task with strengths (0.2, 0.6, 0.1)", _run_curves(), 0.5, True),
+    ]  # fmt: skip
+    return [Case(label, (steps, a, level), switch_on_order_reference(steps, a, level), hidden) for label, (steps, a), level, hidden in specs]
+
+
+def _list_equal(got: Any, expected: list[int]) -> str | None:
+    try:
+        values = [int(v) for v in (got.tolist() if hasattr(got, "tolist") else got)]
+    except Exception:
+        return f"expected a list of mode indices like {expected}, got {got!r}"
+    if values != expected:
+        return f"expected the order {expected}, got {values}"
+    return None
+
+
+def _order_by(key: Callable[[Tensor], Tensor], descending: bool) -> Callable[[Any, Any, Case], bool]:
+    def matches(g, e, c) -> bool:
+        k = key(c.args[1])
+        return [int(v) for v in g] == [int(i) for i in torch.argsort(k, descending=descending, stable=True)]
+
+    return matches
+
+
+def check_05_switch_on_order(fn: Callable[[Tensor, Tensor, float], list[int]]) -> None:
+    """fn(steps [T], strengths [T, r], level) -> mode indices, earliest first step with |a_k| >= level first."""
+    diagnoses = [
+        Diagnosis(lambda g, e, c: [int(v) for v in g] == e[::-1], "reversed: the mode that reaches the level first comes first"),
+        Diagnosis(_order_by(lambda a: a.abs()[-1], True), "that sorts by the final strength; sort by the first step at which |a_k| reaches the level"),
+        Diagnosis(_order_by(lambda a: a.abs().argmax(0).double(), False), "that sorts by the step of the peak; use the first step at which |a_k| reaches the level"),
+        Diagnosis(lambda g, e, c: [int(v) for v in g] == [int(k) for k in torch.argsort(_first_steps(c.args[0], c.args[1] >= c.args[2]), stable=True)],
+                  "take the absolute value: a mode can grow with a negative sign"),
+    ]  # fmt: skip
+    run_check("check_05_switch_on_order", fn, _order_cases(), _list_equal, diagnoses)
+
+
+# --- exercise 3: fit the growth rate -------------------------------------------------------------
+
+
+def _growth_curve(seed: int, rate: float, a0: float, minus: float, cap: float, T: int = 300) -> tuple[Tensor, Tensor]:
+    """a(t) = a0 e^{rate t} - minus, saturating at ``cap`` (a logistic roll-off), with 1% noise."""
+    g = torch.Generator().manual_seed(seed)
+    t = torch.arange(0, T, 3, dtype=torch.float64)
+    grow = a0 * torch.exp(rate * t)
+    a = grow / (1 + grow / cap) - minus
+    return t, a * (1 + 0.01 * torch.randn(len(t), generator=g, dtype=torch.float64))
+
+
+def _rate_cases() -> list[Case]:
+    specs = [
+        ("a mode growing at 0.1 per step", _growth_curve(0, 0.1, 1e-4, 0.0, 3.0), 10, 60, False),
+        ("slow mode with a transient", _growth_curve(1, 0.04, 1e-3, 5e-4, 2.0), 45, 150, True),
+        ("fast mode, window ends before saturation", _growth_curve(2, 0.25, 1e-6, 0.0, 5.0), 9, 45, True),
+        ("mode with a negative sign", (lambda t, a: (t, -a))(*_growth_curve(3, 0.07, 1e-4, 0.0, 1.0)), 15, 90, True),
+    ]  # fmt: skip
+    cases = [Case(label, (t, a, lo, hi), float(fit_growth_rate(t, a, lo, hi)), hidden) for label, (t, a), lo, hi, hidden in specs]
+    steps, a = _run_curves()
+    cases.append(Case("mode 1 of a LinearEmb run, steps 10-40", (steps, a[:, 1], 10, 40), float(fit_growth_rate(steps, a[:, 1], 10, 40)), True))
+    return cases
+
+
+def _rate_compare(got: Any, expected: float) -> str | None:
+    try:
+        value = float(got)
+    except Exception:
+        return f"expected a number, got {type(got).__name__}"
+    if not math.isfinite(value) or abs(value - expected) > 0.02 * abs(expected):
+        return f"expected a growth rate of {expected:.4f} per step, got {value:.4f} (tolerance 2%)"
+    return None
+
+
+def check_05_growth_rate(fn: Callable[[Tensor, Tensor, float, float], float]) -> None:
+    """fn(steps, a, start, stop) -> least-squares slope of ln|a| against the step, over start <= step <= stop."""
+
+    def ratio(r: float) -> Callable[[Any, Any, Case], bool]:
+        return lambda g, e, c: abs(float(g) - r * e) < 0.02 * abs(r * e)
+
+    diagnoses = [
+        Diagnosis(ratio(1 / math.log(10)), "that is the slope of log10: use the natural log, so the rate compares with 2 ln(1 + lr s)"),
+        Diagnosis(ratio(0.5), "half the rate: fit ln|a| itself (a is the product of two factors, each growing at half the rate)"),
+        Diagnosis(lambda g, e, c: abs(float(g) - float(fit_growth_rate(c.args[0], c.args[1], float(c.args[0][0]), float(c.args[0][-1])))) < 1e-6,
+                  "you fitted the whole curve: keep only the steps inside [start, stop], where the growth is exponential"),
+    ]  # fmt: skip
+    run_check("check_05_growth_rate", fn, _rate_cases(), _rate_compare, diagnoses)

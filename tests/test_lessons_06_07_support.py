@@ -1,0 +1,71 @@
+"""Library support for lessons 06-07: the pair residual, group cosines and the partner task."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from ctxlab.signatures import conditional_entropy, interaction, joint
+from ctxlab.tasks import TASKS, hierarchy_task, make_task, partner_task
+from ctxlab.theory import group_cosines, pair_residual
+
+
+def _order1_optimum(data):
+    table = joint(data, (0,))
+    return (table / table.sum(-1, keepdim=True))[data.x[:, 0]]
+
+
+def test_pair_residual_equals_delta2_at_the_order1_optimum():
+    data = hierarchy_task().population
+    R = pair_residual(data, _order1_optimum(data), 0, 1)
+    assert torch.allclose(R, interaction(data, (0, 1)), atol=1e-6)
+
+
+def test_pair_residual_of_the_truth_is_zero_and_batches_over_models():
+    data = hierarchy_task().population
+    truth = data.targets()
+    R = pair_residual(data, torch.stack([truth, _order1_optimum(data)]), 1, 2)
+    assert R.shape == (2, 27, 27, 3)
+    assert float(R[0].abs().max()) < 1e-6
+
+
+def test_pair_residual_rejects_bad_input():
+    data = hierarchy_task().population
+    with pytest.raises(ValueError, match="distinct"):
+        pair_residual(data, data.targets(), 1, 1)
+    with pytest.raises(ValueError, match="probs"):
+        pair_residual(data, data.targets()[:5], 0, 1)
+
+
+def test_group_cosines_of_a_simplex():
+    E = torch.tensor([[1.0, 0.0], [2.0, 0.0], [-1.0, 0.0], [-3.0, 0.0]])
+    within, between = group_cosines(E, torch.tensor([0, 0, 1, 1]))
+    assert float(within) == pytest.approx(1.0) and float(between) == pytest.approx(-1.0)
+    with pytest.raises(ValueError):
+        group_cosines(E, torch.tensor([0, 1, 2, 3]))
+
+
+def test_partner_task_population_and_levels():
+    task = partner_task()
+    pop = task.population
+    assert pop.n == 9 * 9 * 3 * 3 ** 2 and pop.seq_len == 4 and pop.vocab_size == 21
+    assert "partner" in TASKS and make_task("partner").population.n == pop.n
+    keys, partners = task.role_tokens("key"), task.role_tokens("partner")
+    assert bool(torch.isin(pop.x[:, -1], keys).all())
+    is_partner = torch.isin(pop.x[:, :-1], partners)
+    assert bool((is_partner.sum(1) == 1).all())
+    assert torch.equal(is_partner.long().argmax(1), task.info["partner_position"])
+    ln_c, h1, h2 = task.info["levels"]
+    assert ln_c == pytest.approx(torch.log(torch.tensor(3.0)).item())
+    assert h1 == pytest.approx(conditional_entropy(pop, (3,)))  # the key is last
+    assert h2 == pytest.approx(2 / 3 * torch.log(torch.tensor(2.0)).item(), abs=1e-6)
+    assert ln_c > h1 > h2
+
+
+def test_partner_task_rejects_bad_input():
+    with pytest.raises(ValueError):
+        partner_task(n_keys=8)
+    with pytest.raises(ValueError):
+        partner_task(mix=(0.5, 0.6))
+    with pytest.raises(ValueError):
+        partner_task(n_fillers=20, seq_len=6)
