@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -288,8 +289,6 @@ def run_lm_command(args) -> int:
 
 
 # --- lesson 08: a gamma x learning-rate phase map -------------------------------------------------
-
-from collections.abc import Sequence  # noqa: E402
 
 # Quick: a 5 x 6 grid small enough for one minute on 2 CPU cores; full: a 9 x 9 grid for a GPU.
 PHASE_MAP_PROFILES = {

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
-from ctxlab.models import EmbMLP
+from ctxlab.models import EmbMLP, LinearEmb
 from ctxlab.signatures import entropy_ladder, joint
 from ctxlab.tasks import Dataset
 from ctxlab.train import cross_entropy
@@ -79,10 +80,6 @@ def uniform_loss(n_labels: int) -> float:
 # matrices applied to one-hot tokens, the softmax sits at uniform, and gradient descent sees only
 # the input-output correlation Sigma_yx[:, (i, s)] = pi_i(s) (q_{i,s} - u). Each singular mode of
 # Sigma_yx grows on its own (Saxe et al. 2014): with two factors as (1 + lr s_k)^(2 t).
-
-from dataclasses import dataclass  # noqa: E402
-
-from ctxlab.models import LinearEmb  # noqa: E402
 
 
 @dataclass(frozen=True)

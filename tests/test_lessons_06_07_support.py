@@ -69,3 +69,30 @@ def test_partner_task_rejects_bad_input():
         partner_task(mix=(0.5, 0.6))
     with pytest.raises(ValueError):
         partner_task(n_fillers=20, seq_len=6)
+
+
+def test_partner_attention_is_one_over_l_at_small_init_and_bag_matches_the_model():
+    from ctxlab.models import make_model
+    from ctxlab.theory import bag_of_context, partner_attention
+
+    task = partner_task(n_keys=6, n_partners=6, n_fillers=1, seq_len=6)
+    model = make_model("attention", task, gamma=1.5, seed=[0, 1], d=8, hidden=8)
+    assert torch.allclose(partner_attention(task)(model), torch.full((2,), 1 / 6), atol=1e-4)
+    with torch.no_grad():
+        model.w_q.zero_()  # exactly uniform attention
+        out = model.attention(task.population.x) @ (
+            (model.embedding[:, task.population.x] + model.position[:, None]) @ model.w_v[:, None])
+    assert torch.allclose(out[:, :, -1], bag_of_context(model, task.population.x), atol=1e-6)
+    with pytest.raises(ValueError, match="partner_position"):
+        partner_attention(hierarchy_task())
+
+
+def test_departure_step():
+    from ctxlab.theory import departure_step
+
+    steps = torch.tensor([0, 10, 20, 30])
+    curve = torch.tensor([[1.0, 1.0, 1.5, 3.0], [1.0, 1.05, 1.0, 0.95], [0.0, -0.2, 0.0, 0.0]])
+    assert departure_step(steps, curve[:2], 0.1, relative=True).tolist() == [20, -1]
+    assert departure_step(steps, curve[2:], 0.1).tolist() == [10]
+    with pytest.raises(ValueError):
+        departure_step(steps, curve[:, :3], 0.1)

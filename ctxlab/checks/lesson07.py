@@ -8,7 +8,14 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ctxlab.checks.core import Case, Diagnosis, _as_tensor, _close, run_check, tensor_close
+from ctxlab.checks.core import (
+    Case,
+    Diagnosis,
+    _as_tensor,
+    _close,
+    run_check,
+    tensor_close,
+)
 from ctxlab.models import EmbAttention
 from ctxlab.tasks import hierarchy_task, partner_task
 from ctxlab.theory import bag_of_context

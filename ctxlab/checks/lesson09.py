@@ -6,13 +6,21 @@ curves with known answers, so each check runs in well under a second.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
-from typing import Callable
 
 import torch
 from torch import Tensor
 
-from ctxlab.checks.core import Case, Diagnosis, _as_tensor, _close, number_close, run_check, tensor_close
+from ctxlab.checks.core import (
+    Case,
+    Diagnosis,
+    _as_tensor,
+    _close,
+    number_close,
+    run_check,
+    tensor_close,
+)
 
 
 @cache
@@ -146,7 +154,10 @@ def closest_steps(steps: Tensor, kl: Tensor) -> Tensor:
 def _curves() -> list[tuple[str, Tensor, Tensor, bool]]:
     irregular = torch.cat([torch.arange(0, 200, 10), torch.arange(200, 1001, 50)])
     t = irregular.double()
-    dip = lambda at, w: 1.0 + 0.8 * (1 - torch.exp(-(((t - at) / w) ** 2))) + 0.001 * t / 1000  # noqa: E731
+
+    def dip(at: float, w: float) -> Tensor:
+        return 1.0 + 0.8 * (1 - torch.exp(-(((t - at) / w) ** 2))) + 0.001 * t / 1000
+
     even = torch.arange(0, 1501, 25)
     te = even.double()
     return [

@@ -6,13 +6,21 @@ synthetic embeddings, so the exercises can be graded on any machine.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from torch import Tensor
 
 from ctxlab.align import cka
-from ctxlab.checks.core import Case, Diagnosis, _as_tensor, _close, number_close, run_check, tensor_close
+from ctxlab.checks.core import (
+    Case,
+    Diagnosis,
+    _as_tensor,
+    _close,
+    number_close,
+    run_check,
+    tensor_close,
+)
 from ctxlab.checks.lesson09 import _counts, _streams
 from ctxlab.signatures import bigram_signature
 
