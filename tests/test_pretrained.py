@@ -1,22 +1,10 @@
 """The pretrained-embedding probe: offline loading, frequency bins, bin alignment, neighbours."""
 
-import socket
 
 import pytest
 import torch
 
 from ctxlab import pretrained
-
-
-@pytest.fixture
-def no_network(monkeypatch):
-    """Any attempt to open a socket fails the test: the weights must load offline."""
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("network access attempted")
-
-    monkeypatch.setattr(socket, "socket", refuse)
-    monkeypatch.setattr(socket, "create_connection", refuse)
 
 
 needs_minilm = pytest.mark.skipif(not pretrained.available(), reason=f"MiniLM not installed ({pretrained.INSTALL})")

@@ -145,3 +145,11 @@ def test_bad_inputs_raise_clear_errors(hier):
         make_task("nope")
     with pytest.raises(ValueError, match="mix"):
         hierarchy_task(mix=(0.5, 0.6))
+
+
+def test_task_plateau_levels_prefer_the_tasks_own_ladder():
+    from ctxlab.tasks import partner_task
+
+    assert hierarchy_task().plateau_levels() == pytest.approx([1.0986, 0.9503, 0.8419, 0.6630], abs=1e-4)
+    partner = partner_task(n_keys=6, n_partners=6, n_fillers=1, seq_len=6)
+    assert partner.plateau_levels() == pytest.approx(list(partner.info["levels"]))

@@ -14,7 +14,6 @@ from matplotlib.figure import Figure
 
 from ctxlab.models import ensemble_grid, make_model
 from ctxlab.tasks import make_task
-from ctxlab.theory import plateau_levels
 from ctxlab.train import train
 from ctxlab.widgets._common import Dashboard, ResultCache
 
@@ -67,7 +66,7 @@ def compute_attention_sweep(settings: AttentionSettings, progress: bool | None =
         loss=traj.loss.reshape(G, S, T),
         attention=traj.extras["attention"].reshape(G, S, T, L, L),
         qk_norm=traj.extras["qk_norm"].reshape(G, S, T),
-        levels=plateau_levels(task.population),
+        levels=task.plateau_levels(),
         seconds=time.perf_counter() - start,
     )
 

@@ -19,7 +19,6 @@ from ctxlab.env import profile as current_profile
 from ctxlab.models import ensemble_grid, make_model
 from ctxlab.signatures import label_signature
 from ctxlab.tasks import make_task
-from ctxlab.theory import plateau_levels
 from ctxlab.train import train
 from ctxlab.widgets._common import BackgroundJob, Blitter, Dashboard, ResultCache, progress_probe, render_png
 
@@ -113,7 +112,7 @@ def compute_sweep(settings: SweepSettings, report: Callable[[float], None] | Non
         loss=traj.loss.reshape(G, S, T),
         embeddings=traj.embeddings.reshape(G, S, T, *traj.embeddings.shape[2:]),
         alignment=torch.stack(list(aligned.values()), dim=1).reshape(G, S, len(aligned), T),
-        levels=plateau_levels(task.population),
+        levels=task.plateau_levels(),
         token_names=task.token_names,
         roles=task.roles,
         seconds=time.perf_counter() - start,
