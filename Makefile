@@ -31,8 +31,9 @@ $(E2E): $(STAMP)
 
 install: $(STAMP)
 
+# Jupyter refuses to run as root (containers, some cloud shells) unless told it may
 lab: $(STAMP)
-	$(BIN)/jupyter lab --notebook-dir=. lessons/00_welcome.ipynb
+	$(BIN)/jupyter lab $$([ "$$(id -u)" = 0 ] && echo --allow-root) --notebook-dir=. lessons/00_welcome.ipynb
 
 build: $(STAMP)
 	$(BIN)/ctxlab build
