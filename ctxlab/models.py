@@ -66,10 +66,6 @@ class Ensemble(nn.Module):
         ]
         return nn.Parameter(torch.stack(slices))
 
-    def embedding_parameters(self) -> list[str]:
-        """Names of the parameters that hold token identity (frozen by ``freeze_embedding``)."""
-        return ["embedding"]
-
 
 def _one_hot_embed(x: Tensor, table: Tensor) -> Tensor:
     """Look up rows of a [K, V, d] table for tokens x [N, L] (or [K, N, L]): [K, N, L, d].
@@ -137,7 +133,7 @@ class EmbAttention(Ensemble):
     scores = (h W_Q)(h W_K)^T / sqrt(d_k); o = softmax(scores) (h W_V); r = o (+ h if residual);
     logits = mean over positions of sigma(r W1) W2 (or r W_out with ``mlp=False``).
     With no residual (the default) the value path is the only way token identity reaches the
-    head, which keeps the small-init hierarchy E >> W_V >> W_Q, W_K visible.
+    head: E and W_V then move at similar rates, both far ahead of W_Q and W_K (lesson 07).
     """
 
     def __init__(
@@ -205,16 +201,6 @@ class EmbAttention(Ensemble):
         return torch.linalg.matrix_norm(self.w_q @ self.w_k.transpose(-1, -2))
 
 
-MODELS = {"mlp": EmbMLP, "attention": EmbAttention}
-
-
-def make_model(kind: str, task, **kwargs) -> Ensemble:
-    """Build a model sized for ``task`` (vocab, length, labels): ``kind`` is 'mlp' or 'attention'."""
-    if kind not in MODELS:
-        raise ValueError(f"unknown model {kind!r}; choose one of {sorted(MODELS)}")
-    return MODELS[kind](task.vocab_size, task.seq_len, task.n_labels, **kwargs)
-
-
 class LinearEmb(Ensemble):
     """z = sum_i E[x_i] W^(i): embeddings times one linear read-out per position, nothing else.
 
@@ -237,4 +223,11 @@ class LinearEmb(Ensemble):
         return h.reshape(h.shape[0], h.shape[1], -1) @ self.w
 
 
-MODELS["linear"] = LinearEmb
+MODELS = {"mlp": EmbMLP, "attention": EmbAttention, "linear": LinearEmb}
+
+
+def make_model(kind: str, task, **kwargs) -> Ensemble:
+    """Build a model sized for ``task`` (vocab, length, labels): ``kind`` is a key of ``MODELS``."""
+    if kind not in MODELS:
+        raise ValueError(f"unknown model {kind!r}; choose one of {sorted(MODELS)}")
+    return MODELS[kind](task.vocab_size, task.seq_len, task.n_labels, **kwargs)

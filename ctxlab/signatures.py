@@ -20,7 +20,6 @@ losses a model can reach with statistics of the positions in S.
 from __future__ import annotations
 
 import itertools
-import math
 from dataclasses import dataclass, field
 
 import torch
@@ -219,11 +218,6 @@ def entropy_ladder(data: Dataset, max_order: int | None = None) -> list[Stair]:
         best = min(itertools.combinations(range(data.seq_len), k), key=lambda S: conditional_entropy(data, S))
         ladder.append(Stair(k, best, conditional_entropy(data, best)))
     return ladder
-
-
-def uniform_entropy(n_labels: int) -> float:
-    """ln C: the loss of a model that predicts the uniform distribution (all logits equal)."""
-    return math.log(n_labels)
 
 
 # --- next-token text ---------------------------------------------------------------------------

@@ -11,7 +11,6 @@ i.e. token frequency x (its label distribution - uniform), mapped through the we
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -67,11 +66,6 @@ def cosine_per_model(a: Tensor, b: Tensor) -> Tensor:
 def plateau_levels(data: Dataset, max_order: int | None = None) -> list[float]:
     """Predicted plateau losses H_0 >= H_1 >= ...: the best entropy with order-k statistics."""
     return [stair.entropy for stair in entropy_ladder(data, max_order)]
-
-
-def uniform_loss(n_labels: int) -> float:
-    """The loss at exact small init (uniform prediction): ln C."""
-    return math.log(n_labels)
 
 
 # --- linear-network modes ---
