@@ -23,7 +23,9 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-pytestmark = pytest.mark.e2e
+# Real browsers on a shared 2-core machine occasionally miss a frame or a key press; a genuine
+# regression fails every attempt, a timing hiccup does not.
+pytestmark = [pytest.mark.e2e, pytest.mark.flaky(reruns=2, reruns_delay=2)]
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
@@ -125,9 +127,27 @@ def _plot_png(page) -> bytes:
     return base64.b64decode(src.split(",", 1)[1])
 
 
-def _wait_for_new_plot(page, old_src: str) -> None:
+def _wait_for_new_plot(page, old_src: str, timeout: int = 30_000) -> None:
     changed = "([sel, old]) => { const img = document.querySelector(sel); return img && img.src !== old; }"
-    page.wait_for_function(changed, arg=[PLOT, old_src], timeout=30_000)
+    page.wait_for_function(changed, arg=[PLOT, old_src], timeout=timeout)
+
+
+def _press_until_readout_changes(page, sync_api, slider: int, key: str, tries: int = 3) -> None:
+    """Press ``key`` on a slider until its readout changes. A page can show its first plot before
+    the slider's widget model is wired to the kernel; a key press then is lost, so press again."""
+    readout = page.locator(".widget-readout").nth(slider)
+    page.wait_for_selector(".widget-readout", timeout=30_000)
+    before = readout.inner_text()
+    for attempt in range(tries):
+        page.locator(".noUi-handle").nth(slider).focus()
+        page.keyboard.press(key)
+        try:
+            page.wait_for_function("([el, old]) => el.textContent !== old", arg=[readout.element_handle(), before],
+                                   timeout=10_000)
+            return
+        except sync_api.TimeoutError:
+            if attempt == tries - 1:
+                raise
 
 
 def _settle(page, old_src: str) -> None:
@@ -175,9 +195,8 @@ def test_dashboard_renders_and_redraws_under_voila(voila, sync_api):
             page.wait_for_selector(PLOT, timeout=60_000)
             assert page.locator(".jp-InputArea, .jp-CodeMirrorEditor").count() == 0  # Voila shows no code
             before = page.locator(PLOT).first.get_attribute("src")
-            page.locator(".noUi-handle").nth(0).focus()
-            page.keyboard.press("ArrowLeft")
-            _wait_for_new_plot(page, before)
+            _press_until_readout_changes(page, sync_api, slider=0, key="ArrowLeft")
+            _wait_for_new_plot(page, before, timeout=60_000)
             page.screenshot(path=ARTIFACTS / "e2e-voila-gamma-moved.png")
         finally:
             browser.close()
