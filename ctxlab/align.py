@@ -302,3 +302,108 @@ def noise_sweep(S, noise: Sequence[float], seeds: Sequence[int], d: int = 32, n_
     scores = {m: metric(m)(E, Sm) for m in metrics}
     baselines = {m: permutation_baseline(m, E, Sm, n=n_shuffles, seed=0).mean(0) for m in metrics}
     return NoiseSweep([float(s) for s in noise], scores, baselines)
+
+
+# --- lesson 11: semantic structure (neighbours and signature classes) ----------------------------
+
+
+def _unit_cosines(M: Tensor) -> Tensor:
+    """Cosine similarities between the rows of M [..., V, m], float64, with the diagonal at -inf."""
+    M = torch.as_tensor(M).to(torch.float64)
+    sims = _cosine(M)
+    eye = torch.eye(M.shape[-2], dtype=torch.bool, device=M.device)
+    return sims.masked_fill(eye, -float("inf"))
+
+
+def nearest(M: Tensor, row: int, k: int = 5) -> list[int]:
+    """The ``k`` rows of M [V, m] with the highest cosine similarity to row ``row`` (itself excluded)."""
+    if not 0 <= row < M.shape[0] or k < 1:
+        raise ValueError(f"row must lie in [0, {M.shape[0]}) and k >= 1")
+    return _unit_cosines(M)[row].topk(min(k, M.shape[0] - 1)).indices.tolist()
+
+
+def neighbour_overlap(A: Tensor, B: Tensor, k: int = 10) -> Tensor:
+    """For each row, the fraction of its ``k`` cosine nearest neighbours under A that are also among
+    its ``k`` nearest under B: [..., V] for A [..., V, m] and B [..., V, m'] (leading axes broadcast).
+
+    A token never counts as its own neighbour, and the order within the top k does not matter.
+    Chance level: :func:`overlap_chance`.
+    """
+    if A.ndim < 2 or B.ndim < 2 or A.shape[-2] != B.shape[-2] or not 1 <= k < A.shape[-2]:
+        raise ValueError(f"A and B need the same number of rows (> k), got {tuple(A.shape)}, {tuple(B.shape)}, k={k}")
+    a, b = _unit_cosines(A).topk(k, dim=-1).indices, _unit_cosines(B).topk(k, dim=-1).indices
+    return (a[..., :, None] == b[..., None, :]).any(-1).to(torch.float64).mean(-1)
+
+
+def overlap_chance(n_tokens: int, k: int) -> float:
+    """Expected :func:`neighbour_overlap` of two unrelated geometries: k random picks of n_tokens - 1."""
+    if not 1 <= k < n_tokens:
+        raise ValueError(f"need 1 <= k < n_tokens, got k={k}, n_tokens={n_tokens}")
+    return k / (n_tokens - 1)
+
+
+def overlap_trajectory(traj, S, k: int = 5, tokens=None, relative_to_init: bool = False) -> Tensor:
+    """Mean neighbour overlap of every recorded embedding with the signature S [V, m]: [K, T].
+
+    Neighbours are searched among ``tokens`` only (e.g. the most frequent ones), in E and in S.
+    ``relative_to_init`` uses E(t) - E(0): what training added, without the random start; it is
+    NaN at step 0, where the displacement is zero and has no neighbours.
+    """
+    E = torch.as_tensor(traj.embeddings if hasattr(traj, "embeddings") else traj).to(torch.float64)
+    S = _matrix(S).to(torch.float64)
+    if E.ndim != 4 or E.shape[-2] != S.shape[0]:
+        raise ValueError(f"expected embeddings [K, T, V, d] and S [V, m], got {tuple(E.shape)} and {tuple(S.shape)}")
+    if relative_to_init:
+        E = E - E[:, :1]
+    if tokens is not None:
+        idx = torch.as_tensor(tokens, dtype=torch.long)
+        E, S = E[..., idx, :], S[idx]
+    out = neighbour_overlap(E, S, k).mean(-1)
+    if relative_to_init:
+        out[:, 0] = float("nan")
+    return out
+
+
+def signature_classes(*signatures, tol: float = 1e-6) -> Tensor:
+    """Class id of every token [V]: tokens share a class iff their rows agree (within ``tol``) in
+    every given signature. Classes are numbered in order of their first token.
+
+    Passing order-1 only groups the hierarchy task's keys by attribute but lumps all anchors
+    together; adding order 2 splits the first anchors by attribute, and so on.
+    """
+    if not signatures:
+        raise ValueError("give at least one signature")
+    mats = [_matrix(S).to(torch.float64) for S in signatures]
+    if any(m.ndim != 2 or m.shape[0] != mats[0].shape[0] for m in mats):
+        raise ValueError("signatures must be [V, m] matrices over the same tokens")
+    rows = torch.cat(mats, dim=1)
+    V = rows.shape[0]
+    close = (rows[:, None, :] - rows[None, :, :]).abs().amax(-1) <= tol  # [V, V]
+    ids = torch.full((V,), -1, dtype=torch.long)
+    n = 0
+    for s in range(V):
+        if ids[s] < 0:
+            ids[close[s] & (ids < 0)] = n
+            n += 1
+    return ids
+
+
+def class_cosines(E, classes, tokens=None) -> tuple[Tensor, Tensor]:
+    """Mean cosine between distinct tokens of the same class and between tokens of different
+    classes: (within [...], between [...]) for E [..., V, d] and class ids [V].
+
+    ``tokens`` restricts both to a subset (e.g. one role), so "between" compares like with like.
+    """
+    E = torch.as_tensor(E).to(torch.float64)
+    classes = torch.as_tensor(classes, dtype=torch.long)
+    if E.ndim < 2 or classes.shape != (E.shape[-2],):
+        raise ValueError(f"expected E [..., V, d] and classes [V], got {tuple(E.shape)} and {tuple(classes.shape)}")
+    if tokens is not None:
+        idx = torch.as_tensor(tokens, dtype=torch.long)
+        E, classes = E[..., idx, :], classes[idx]
+    same = classes[:, None] == classes[None, :]
+    within_pairs = same & ~torch.eye(len(classes), dtype=torch.bool)
+    if not within_pairs.any() or same.all():
+        raise ValueError("need at least one class with two tokens and at least two classes")
+    sims = _cosine(E)
+    return sims[..., within_pairs].mean(-1), sims[..., ~same].mean(-1)

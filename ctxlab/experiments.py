@@ -154,10 +154,14 @@ def save_outputs(figure, figure_path: Path, numbers: dict, json_path: str | None
 
 # --- a small GPT on real text ------------------------------------------------------------------
 
+# Quick: sized for a CPU. Its KL to the trigram model keeps falling slowly for ~2000-2800 steps
+# (more than a lesson can afford), so lesson 09 shows the turn from the recorded full-profile run.
+# Full: the 512-token BPE text is 486k training tokens, so 3000 steps of 64 x 128 are already ~50
+# epochs; on an H200 the held-out loss bottoms out at steps 2500-2950 and then rises (memorising).
 LM_PROFILES = {
     "quick": {"context": 32, "d": 64, "n_layers": 2, "n_heads": 2, "steps": 1500, "batch_size": 32, "lr": 2e-3,
               "record_every": 25, "tokenizer": "char", "vocab_size": None},
-    "full": {"context": 128, "d": 256, "n_layers": 4, "n_heads": 4, "steps": 6000, "batch_size": 64, "lr": 1e-3,
+    "full": {"context": 128, "d": 256, "n_layers": 4, "n_heads": 4, "steps": 3000, "batch_size": 64, "lr": 1e-3,
              "record_every": 50, "tokenizer": "bpe", "vocab_size": 512},
 }
 NGRAM_ORDERS = {"unigram": 1, "bigram": 2, "trigram": 3}
@@ -202,6 +206,42 @@ class LMResult:
             "seconds": round(self.seconds, 2),
             "tokens_per_second": round(self.tokens_per_second, 1),
         }
+
+    @classmethod
+    def from_json(cls, numbers: dict, last_step: int | None = None) -> "LMResult":
+        """The result that ``to_json`` saved (curves only: embeddings are not saved), optionally cut
+        at ``last_step``. Lets a lesson plot a run made elsewhere, e.g. the full profile on a GPU."""
+        keep = [i for i, step in enumerate(numbers["steps"]) if last_step is None or step <= last_step]
+        if not keep:
+            raise ValueError(f"no recorded step at or before {last_step}")
+
+        def curves(rows) -> torch.Tensor:
+            return torch.tensor(rows, dtype=torch.float32)[:, keep]
+
+        K = len(numbers["gammas"])
+        traj = Trajectory(
+            steps=torch.tensor(numbers["steps"])[keep],
+            loss=curves(numbers["held_out_loss"]),
+            embeddings=torch.empty(K, len(keep), 0, 0),
+            extras={f"kl_{name}": curves(rows) for name, rows in numbers["kl"].items()},
+            gammas=list(numbers["gammas"]),
+            seeds=list(numbers["seeds"]),
+            config={"processes": numbers["processes"]},
+        )
+        config = dict(numbers["config"], steps=int(traj.steps[-1]))
+        samples = {int(step): texts for step, texts in numbers["samples"].items() if int(step) <= config["steps"]}
+        alignment = {name: curves(rows) for name, rows in numbers["alignment"].items()}
+        return cls(traj, dict(numbers["ngram_entropies"]), alignment, samples, config, numbers["seconds"],
+                   numbers["tokens_per_second"])
+
+
+def recorded_lm_run(name: str = "lm_full_h200") -> LMResult:
+    """A full-profile run shipped with ctxlab (``ctxlab/data/<name>.json``, made by
+    ``benchmarks/lm_gpu.sh``): the curves a CPU cannot produce in a lesson's time."""
+    path = Path(__file__).parent / "data" / f"{name}.json"
+    if not path.exists():
+        raise ValueError(f"no recorded run {name!r}; recorded runs: {sorted(p.stem for p in path.parent.glob('lm_*.json'))}")
+    return LMResult.from_json(json.loads(path.read_text()))
 
 
 def language_model(

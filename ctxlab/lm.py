@@ -17,6 +17,7 @@ from torch import Tensor, nn
 from ctxlab.env import device as pick_device
 from ctxlab.env import progress_enabled
 from ctxlab.models import Ensemble, _one_hot_embed
+from ctxlab.signatures import ngram_tables
 from ctxlab.train import Optimizer, Recorder, Trajectory, _per_model, _record_steps
 
 
@@ -73,7 +74,8 @@ class TinyGPT(Ensemble):
 
 
 class NGramPredictor:
-    """The add-alpha n-gram model of a token stream: P(next | previous n-1 tokens), as a dense table."""
+    """The smoothed n-gram model of a token stream (:func:`~ctxlab.signatures.ngram_tables`):
+    P(next | previous n-1 tokens), as a dense table."""
 
     MAX_ENTRIES = 150_000_000  # a 512-token BPE trigram table fits; bigger vocabularies need bucketing
 
@@ -86,13 +88,7 @@ class NGramPredictor:
                 "(ctxlab.signatures.bucket_rare) or use a character tokenizer"
             )
         self.vocab_size, self.n = vocab_size, n
-        index = torch.zeros(len(tokens) - n + 1, dtype=torch.long)
-        for k in range(n):
-            index = index * vocab_size + tokens[k : len(tokens) - n + 1 + k]
-        counts = torch.zeros(vocab_size**n, dtype=torch.float64)
-        counts.index_add_(0, index, torch.ones(len(index), dtype=torch.float64))
-        counts = counts.reshape(-1, vocab_size) + alpha
-        self.probs = (counts / counts.sum(-1, keepdim=True)).float()  # [V^(n-1), V]
+        self.probs = ngram_tables(tokens, vocab_size, n, alpha)[-1].float()  # [V^(n-1), V]
 
     def predict(self, x: Tensor) -> Tensor:
         """Next-token distributions [N, T - n + 2, V] for positions n-2 .. T-1 of x [N, T]."""
@@ -102,7 +98,9 @@ class NGramPredictor:
         index = torch.zeros(x.shape[0], T - self.n + 2, dtype=torch.long, device=x.device)
         for k in range(self.n - 1):
             index = index * self.vocab_size + x[:, k : T - self.n + 2 + k]
-        return self.probs.to(x.device)[index]
+        if self.probs.device != x.device:  # move the table once, not at every evaluation
+            self.probs = self.probs.to(x.device)
+        return self.probs[index]
 
 
 def kl_to(model_logits: Tensor, predictor: NGramPredictor, x: Tensor, first: int) -> Tensor:
@@ -227,7 +225,7 @@ def train_lm(
         gammas=list(model.gammas),
         seeds=list(model.seeds),
         config={"optimizer": optimizer, "lr": lr, "steps": steps, "batch_size": batch_size, "context": T, "processes": world,
-                "sample_steps": [s for s in sorted(sample_at) if s <= steps]},
+                "sample_steps": [s for s in sorted(set(sample_at)) if s <= steps]},
     )
 
 

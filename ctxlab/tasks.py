@@ -343,3 +343,116 @@ def partner_task(n_keys: int = 9, n_partners: int = 9, n_fillers: int = 3, seq_l
 
 
 TASKS["partner"] = partner_task
+
+
+# --- lesson 11: anchor composition (reasoning vs memorising) ---
+
+
+def anchor_composition_task(n_keys: int = 20, shifts: tuple[int, ...] = (5, 1, -2, -8),
+                            held_out: tuple[int, int] = (4, 3), reverse_offset: int = 4) -> Task:
+    """Sequences (key, anchor1, anchor2); each anchor a in 1..len(shifts) adds ``shifts[a-1]`` to the key.
+
+    The label is ``key + shift(anchor1) + shift(anchor2)``, stored as a class index offset so the
+    smallest possible label is 0. The key comes first, then the two anchors in the order they are
+    applied, as in the group's anchor-function data (x, a1, a2 side by side); with a position-wise
+    model (Emb-MLP) the order only fixes which weight slice reads which token.
+
+    The pair ``held_out`` is never trained. Its reverse pair is trained with a label that is NOT the
+    composition: it gets an extra ``reverse_offset`` (the group's design: (3, 4) -> x - 6, while
+    composing gives x - 10 for (4, 3)). So on the held-out pair a model that *composes* the two
+    shifts answers ``key + s4 + s3`` while one that treats the pair as the (memorised) reverse pair
+    answers ``key + s4 + s3 + reverse_offset``. ``reverse_offset=0`` makes the reverse pair plain
+    composition (then the two answers coincide).
+
+    The population (uniform over keys and trained pairs) is the training set;
+    ``info["held_out"]`` is the held-out pair's Dataset (compositional labels) and
+    ``info["symmetric_labels"]`` the labels a model copying the reverse pair would give.
+    Tokens: keys ``k0..``, then anchors ``a1..``; ``info["values"]`` holds each token's number
+    (key value, or anchor shift).
+    """
+    n_anchors = len(shifts)
+    if n_keys < 2 or n_anchors < 2:
+        raise ValueError("need at least 2 keys and 2 anchors")
+    a, b = held_out
+    if not (1 <= a <= n_anchors and 1 <= b <= n_anchors) or a == b:
+        raise ValueError(f"held_out must be two different anchors in 1..{n_anchors}, got {held_out}")
+    sh = torch.tensor(shifts, dtype=torch.long)
+    pairs = [(p, q) for p in range(1, n_anchors + 1) for q in range(1, n_anchors + 1)]
+    keys = torch.arange(n_keys)
+
+    def raw(p: int, q: int) -> Tensor:
+        return keys + sh[p - 1] + sh[q - 1] + (reverse_offset if (p, q) == (b, a) else 0)
+
+    low = min(int(raw(p, q).min()) for p, q in pairs)
+    high = max(int(raw(p, q).max()) for p, q in pairs)
+
+    def rows(p: int, q: int) -> Tensor:
+        return torch.stack([keys, torch.full_like(keys, n_keys + p - 1), torch.full_like(keys, n_keys + q - 1)], 1)
+
+    trained = [pq for pq in pairs if pq != (a, b)]
+    x = torch.cat([rows(p, q) for p, q in trained])
+    y = torch.cat([raw(p, q) for p, q in trained]) - low
+    V, C = n_keys + n_anchors, high - low + 1
+    pop = Dataset(x, y, V, C, torch.full((x.shape[0],), 1.0 / x.shape[0]))
+    composed = keys + sh[a - 1] + sh[b - 1] - low
+    test = Dataset(rows(a, b), composed, V, C, torch.full((n_keys,), 1.0 / n_keys))
+    return Task(
+        name="anchor_composition",
+        population=pop,
+        token_names=tuple(f"k{j}" for j in range(n_keys)) + tuple(f"a{p}" for p in range(1, n_anchors + 1)),
+        roles=("key",) * n_keys + ("anchor",) * n_anchors,
+        description=(f"label = key + shift(a1) + shift(a2), shifts {tuple(shifts)}; pair {held_out} held out, "
+                     f"its reverse trained with +{reverse_offset}"),
+        info={"shifts": tuple(shifts), "held_out": test, "held_out_pair": (a, b),
+              "symmetric_labels": composed + reverse_offset, "reverse_offset": reverse_offset,
+              "label_offset": -low, "label_range": (low, high), "n_keys": n_keys,
+              "values": torch.cat([keys, sh]).to(torch.float64)},
+    )
+
+
+TASKS["anchor_composition"] = anchor_composition_task
+
+
+# --- lesson 11: a second task on the hierarchy task's tokens (transfer) ---
+
+
+def transfer_task(block: int = 9, n_values: int = 3, mix: tuple[float, ...] = (0.4, 0.3, 0.3),
+                  coefficients: tuple[int, ...] = (1, 2, 1)) -> Task:
+    """The tokens, positions and attributes of :func:`hierarchy_task`, with a different label rule.
+
+    The label is ``c_1 A(x1) + ... + c_k A(x_k)  (mod n_values)`` with probability ``mix[k-1]``;
+    the default ``coefficients=(1, 2, 1)`` with three values makes it ``A(x1) - A(x2) + A(x3)``.
+    An embedding that groups tokens by attribute serves both tasks, while the label distribution
+    differs on the two thirds of sequences with A(x2) != 0: a clean test of whether learned
+    structure transfers. With coefficients that are invertible mod ``n_values`` the task is the
+    hierarchy task with anchor attributes renamed, so its
+    ladder ``info["levels"]`` (H(Y), H(Y | x1), H(Y | x1, x2), H(Y | X)) equals the hierarchy's.
+    """
+    base = hierarchy_task(block, n_values, mix)
+    L = len(mix)
+    coef = torch.tensor(coefficients, dtype=torch.long)
+    if coef.numel() != L:
+        raise ValueError(f"need one coefficient per position ({L}), got {len(coefficients)}")
+    x = base.population.x
+    attr = base.info["attribute"]
+    partial = torch.cumsum(attr[x] * coef, dim=1) % n_values  # [N, L]: the first k weighted attributes
+    y = torch.zeros(x.shape[0], n_values, dtype=torch.float64)
+    for k in range(L):
+        y[torch.arange(x.shape[0]), partial[:, k]] += mix[k]
+    pop = Dataset(x, y.float(), base.vocab_size, n_values, base.population.weights)
+    # local import: signatures imports this module
+    from ctxlab.signatures import conditional_entropy
+
+    levels = [conditional_entropy(pop, tuple(range(k))) for k in range(L + 1)]
+    return Task(
+        name="transfer",
+        population=pop,
+        token_names=base.token_names,
+        roles=base.roles,
+        description=(f"label = sum of the first k attributes weighted by {tuple(coefficients)} mod {n_values}, "
+                     f"k drawn with probabilities {tuple(mix)}"),
+        info={**base.info, "coefficients": tuple(coefficients), "levels": levels},
+    )
+
+
+TASKS["transfer"] = transfer_task

@@ -121,6 +121,9 @@ class Optimizer:
             if p.grad is None:
                 continue
             lr = self.lr.reshape(-1, *([1] * (p.ndim - 1)))
+            mask = getattr(p, "update_mask", None)  # per-model 0/1 from ctxlab.transplant.freeze_embedding
+            if mask is not None:
+                lr = lr * mask.to(lr).reshape(lr.shape)
             g = p.grad
             if self.name == "adam":
                 b1, b2 = self.betas

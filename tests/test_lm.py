@@ -61,3 +61,20 @@ def test_generate_is_seeded():
     model = TinyGPT(9, 5, d=8, n_layers=1, n_heads=1, gamma=[1.0, 1.0], seed=[0, 1])
     a = generate(model, torch.tensor([1, 2]), 6, seed=4)
     assert a.shape == (2, 8) and torch.equal(a, generate(model, torch.tensor([1, 2]), 6, seed=4))
+
+
+def test_recorded_full_profile_run_loads_and_round_trips():
+    from ctxlab.experiments import LMResult, recorded_lm_run
+
+    full = recorded_lm_run()
+    traj = full.trajectory
+    assert traj.gammas == [1.0, 1.0, 0.5, 0.5] and int(traj.steps[-1]) == full.config["steps"] == 3000
+    minima = full.kl_minimum_steps()
+    for k in (0, 1):  # small init: the phases in order, and the trigram curve turns inside the run
+        assert minima["unigram"][k] < minima["bigram"][k] < minima["trigram"][k] < int(traj.steps[-1])
+        assert float(traj.extras["kl_trigram"][k, -1]) > float(traj.extras["kl_trigram"][k].min()) + 0.05
+    again = LMResult.from_json(full.to_json(), last_step=1000)
+    assert int(again.trajectory.steps[-1]) == 1000 and set(again.samples) <= {0, 600}
+    assert torch.equal(again.trajectory.loss, traj.loss[:, : len(again.trajectory.steps)])
+    with pytest.raises(ValueError, match="no recorded run"):
+        recorded_lm_run("nonexistent")

@@ -1,0 +1,145 @@
+"""Control the embedding of an ensemble: freeze it, transplant a table into it, build one from signatures.
+
+"Does the embedding's structure matter?" is answered by holding everything else fixed and
+swapping only the table: model k of an ensemble keeps its own (gamma, seed) for the rest of the
+network, while its embedding is frozen at a chosen [V, d] table (random, signature-derived, or
+learned in another run). Freezing works per model, so learners and frozen models train side by
+side in one batched run, and each trains exactly as it would alone.
+
+A frozen table's *scale* sets how fast the rest of the network learns (the gradient of W1 is
+proportional to the embeddings it reads), so tables are compared at a matched Frobenius norm
+(:func:`rescale`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import torch
+from torch import Tensor
+
+from ctxlab.align import stair_onsets
+from ctxlab.models import Ensemble
+from ctxlab.signatures import label_signature
+from ctxlab.tasks import Dataset, Task
+from ctxlab.train import Trajectory
+
+
+def _model_mask(model: Ensemble, models: Sequence[int] | Sequence[bool]) -> Tensor:
+    """A [K] bool mask from model indices or from one bool per model."""
+    K = model.n_models
+    items = list(models)
+    if items and all(isinstance(m, bool) for m in items):
+        if len(items) != K:
+            raise ValueError(f"give one bool per model ({K}), got {len(items)}")
+        return torch.tensor(items)
+    mask = torch.zeros(K, dtype=torch.bool)
+    for m in items:
+        if isinstance(m, bool) or not 0 <= int(m) < K:
+            raise ValueError(f"model indices must lie in [0, {K}), got {m!r}")
+        mask[int(m)] = True
+    return mask
+
+
+def freeze_embedding(model: Ensemble, models: Sequence[int] | Sequence[bool]) -> Ensemble:
+    """Freeze the embedding of the chosen models (indices, or one bool per model); unfreeze the rest.
+
+    The optimizer of :func:`ctxlab.train.train` multiplies each model's step on ``model.embedding``
+    by ``embedding.update_mask`` (0 = frozen), so a frozen table stays bit-identical under every
+    update rule, weight decay included, while the other models' updates are untouched. When every
+    model is frozen the embedding's gradient is not computed at all. Returns the model.
+    """
+    frozen = _model_mask(model, models)
+    model.embedding.update_mask = (~frozen).float()
+    model.embedding.requires_grad_(not bool(frozen.all()))
+    return model
+
+
+def transplant(model: Ensemble, tables: Mapping[int, Tensor]) -> Ensemble:
+    """Overwrite model k's embedding with ``tables[k]`` ([V, d]); every other weight keeps its init.
+
+    Build the ensemble fresh (``make_model(..., gamma, seed)``) and transplant into it: the rest of
+    model k is then exactly the re-initialisation that its own (gamma, seed) gives. Returns the model.
+    """
+    V, d = model.embedding.shape[1:]
+    with torch.no_grad():
+        for k, table in tables.items():
+            if not 0 <= int(k) < model.n_models:
+                raise ValueError(f"model index {k} out of range [0, {model.n_models})")
+            table = torch.as_tensor(table)
+            if table.shape != (V, d):
+                raise ValueError(f"table for model {k} must be [V, d] = [{V}, {d}], got {tuple(table.shape)}")
+            if not bool(torch.isfinite(table).all()):
+                raise ValueError(f"table for model {k} has non-finite entries")
+            model.embedding[int(k)].copy_(table.to(model.embedding))
+    return model
+
+
+def random_embedding(vocab_size: int, d: int, gamma: float, seed: int) -> Tensor:
+    """A [V, d] table with entries N(0, d^(-2 gamma)): the models' own embedding init at exponent gamma."""
+    if gamma <= 0 or min(vocab_size, d) < 1:
+        raise ValueError("need gamma > 0 and positive sizes")
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(vocab_size, d, generator=g) * d ** (-gamma)
+
+
+def rescale(table: Tensor, norm: float) -> Tensor:
+    """The table multiplied to Frobenius norm ``norm`` (works on [..., V, d], one norm per table)."""
+    if not norm > 0:
+        raise ValueError(f"norm must be positive, got {norm!r}")
+    current = torch.linalg.matrix_norm(table, keepdim=True)
+    if bool((current <= 0).any()):
+        raise ValueError("cannot rescale an all-zero table")
+    return table * (norm / current)
+
+
+def signature_embedding(task: Task | Dataset, d: int, orders: Sequence[int] = (1, 2), norm: float | None = None) -> Tensor:
+    """A [V, d] table whose rows are the tokens' label signatures, projected to width d.
+
+    Concatenate the incremental label signatures of ``orders`` (rows = tokens), centre the rows
+    (subtract the mean token row: what every token shares carries no information about which
+    token it is), and keep the top-d principal components, i.e. U[:, :d] * S[:d] of the centred
+    matrix's SVD (zero columns when its rank is below d). ``norm`` rescales the result to that
+    Frobenius norm (None keeps the signature's own scale). Tokens whose signal lives only in
+    orders not listed get (near-)identical rows: the table cannot tell them apart.
+    """
+    data = task.population if isinstance(task, Task) else task
+    orders = list(orders)
+    if not orders or len(set(orders)) != len(orders):
+        raise ValueError(f"orders must be a non-empty list of distinct orders, got {orders}")
+    if d < 1:
+        raise ValueError(f"d must be positive, got {d}")
+    S = torch.cat([label_signature(data, k, "incremental").matrix.double() for k in orders], dim=1)
+    S = S - S.mean(0, keepdim=True)
+    U, sv, _ = torch.linalg.svd(S, full_matrices=False)
+    table = torch.zeros(data.vocab_size, d, dtype=torch.float64)
+    r = min(d, sv.numel())
+    table[:, :r] = U[:, :r] * sv[:r]
+    table = table.float()
+    return table if norm is None else rescale(table, norm)
+
+
+def steps_to_plateaus(traj: Trajectory, levels: Sequence[float]) -> Tensor:
+    """[K, len(levels) - 1]: the step at which each model drops onto plateau k = 1.. (-1: never).
+
+    "Reaching plateau k" is the first recorded step with loss below the midpoint of H_{k-1} and
+    H_k, the stair onset of :func:`ctxlab.align.stair_onsets`.
+    """
+    return stair_onsets(traj.steps, traj.loss, list(levels))
+
+
+def group_summary(values: Tensor, groups: Sequence[str]) -> dict[str, tuple[float, float, int]]:
+    """Mean, sd and count of per-model ``values`` [K] within each group name, ignoring -1 (never reached).
+
+    A group where no model got there has mean nan and count 0.
+    """
+    values = torch.as_tensor(values, dtype=torch.float64)
+    if values.shape != (len(groups),):
+        raise ValueError(f"need one value per model: {values.shape[0]} values, {len(groups)} groups")
+    out = {}
+    for name in dict.fromkeys(groups):
+        v = values[[i for i, gname in enumerate(groups) if gname == name]]
+        v = v[v >= 0]
+        sd = float(v.std()) if v.numel() > 1 else 0.0
+        out[name] = (float(v.mean()) if v.numel() else float("nan"), sd, int(v.numel()))
+    return out

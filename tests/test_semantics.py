@@ -1,0 +1,83 @@
+"""Lesson 11 part 3: neighbour overlap, signature classes and within/between-class cosines."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from ctxlab import align, pretrained
+from ctxlab.signatures import label_signature
+from ctxlab.tasks import hierarchy_task
+from ctxlab.train import Trajectory
+
+
+def test_pretrained_reexports_the_moved_functions():
+    assert pretrained.nearest is align.nearest and pretrained.neighbour_overlap is align.neighbour_overlap
+
+
+def test_overlap_ignores_the_token_itself_and_the_order_of_neighbours():
+    # on a line, neighbours by cosine are the angular neighbours; scaling rows changes nothing
+    angles = torch.linspace(0, 3.0, 12)
+    A = torch.stack([angles.cos(), angles.sin()], 1)
+    B = A * torch.linspace(1, 50, 12)[:, None]
+    assert torch.equal(align.neighbour_overlap(A, B, k=3), torch.ones(12, dtype=torch.float64))
+
+
+def test_overlap_is_a_fraction_of_k_and_batches_over_leading_axes():
+    g = torch.Generator().manual_seed(0)
+    A, B = torch.randn(3, 4, 20, 5, generator=g), torch.randn(20, 7, generator=g)
+    out = align.neighbour_overlap(A, B, k=4)
+    assert out.shape == (3, 4, 20)
+    assert torch.allclose(out[1, 2], align.neighbour_overlap(A[1, 2], B, k=4))
+    assert set((out * 4).round().unique().tolist()) <= {0.0, 1.0, 2.0, 3.0, 4.0}
+
+
+def test_overlap_chance_matches_random_geometries():
+    g = torch.Generator().manual_seed(1)
+    A, B = torch.randn(400, 30, 8, generator=g), torch.randn(400, 30, 8, generator=g)
+    measured = float(align.neighbour_overlap(A, B, k=5).mean())
+    assert measured == pytest.approx(align.overlap_chance(30, 5), abs=0.01)
+    with pytest.raises(ValueError):
+        align.overlap_chance(5, 5)
+
+
+def test_overlap_trajectory_uses_the_token_subset_and_the_displacement():
+    g = torch.Generator().manual_seed(2)
+    S = torch.randn(15, 6, generator=g)
+    start = torch.randn(2, 1, 15, 4, generator=g)
+    W = torch.randn(6, 4, generator=g)
+    E = torch.cat([start, start + (S @ W)[None, None] * 100], dim=1)  # [K=2, T=2, V, d]
+    traj = Trajectory(torch.tensor([0, 1]), torch.zeros(2, 2), E)
+    raw = align.overlap_trajectory(traj, S, k=3)
+    moved = align.overlap_trajectory(traj, S, k=3, relative_to_init=True)
+    assert raw.shape == (2, 2) and moved.shape == (2, 2)
+    assert float(moved[:, 1].min()) > float(raw[:, 0].max()) and bool(moved[:, 0].isnan().all())
+    assert align.overlap_trajectory(traj, S, k=2, tokens=range(5)).shape == (2, 2)
+    with pytest.raises(ValueError):
+        align.overlap_trajectory(traj, S[:10], k=3)
+
+
+def test_signature_classes_follow_the_hierarchy_orders():
+    data = hierarchy_task().population
+    s1, s2, s3 = (label_signature(data, k, "raw") for k in (1, 2, 3))
+    one = align.signature_classes(s1)
+    assert len(one[:9].unique()) == 3 and len(one[9:].unique()) == 1  # keys by attribute; anchors lumped
+    assert torch.equal(one[:9], torch.tensor([0, 1, 2] * 3))
+    assert len(align.signature_classes(s1, s2).unique()) == 7  # first anchors split at order 2
+    assert len(align.signature_classes(s1, s2, s3).unique()) == 9
+
+
+def test_class_cosines_separate_collapsed_classes():
+    g = torch.Generator().manual_seed(3)
+    centres = torch.randn(3, 16, generator=g)
+    classes = torch.tensor([0, 0, 0, 1, 1, 2, 2, 2])
+    collapsed = centres[classes] + 1e-6 * torch.randn(8, 16, generator=g)
+    within, between = align.class_cosines(torch.stack([collapsed, torch.randn(8, 16, generator=g)]), classes)
+    assert within.shape == (2,) and float(within[0]) == pytest.approx(1.0, abs=1e-6)
+    assert float(between[0]) < 0.9
+    w, b = align.class_cosines(collapsed, classes, tokens=[0, 1, 3, 4])
+    assert float(w) == pytest.approx(1.0, abs=1e-6) and b.ndim == 0
+    with pytest.raises(ValueError):
+        align.class_cosines(collapsed, torch.zeros(8, dtype=torch.long))
+    with pytest.raises(ValueError):
+        align.class_cosines(collapsed, classes[:5])
