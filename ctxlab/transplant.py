@@ -13,13 +13,13 @@ proportional to the embeddings it reads), so tables are compared at a matched Fr
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import torch
 from torch import Tensor
 
 from ctxlab.align import stair_onsets
-from ctxlab.models import Ensemble
+from ctxlab.models import Ensemble, make_model
 from ctxlab.signatures import label_signature
 from ctxlab.tasks import Dataset, Task
 from ctxlab.train import Trajectory
@@ -73,6 +73,29 @@ def transplant(model: Ensemble, tables: Mapping[int, Tensor]) -> Ensemble:
                 raise ValueError(f"table for model {k} has non-finite entries")
             model.embedding[int(k)].copy_(table.to(model.embedding))
     return model
+
+
+def frozen_ensemble(task: Task, tables: Mapping[str, Callable[[int], Tensor]], seeds: Sequence[int],
+                    d: int = 32, gamma: float = 1.0, **model_kwargs) -> tuple[Ensemble, list[str]]:
+    """One Emb-MLP per (condition, seed), its embedding frozen at ``tables[condition](seed)``.
+
+    The rest of each model is the fresh init of its own (gamma, seed), so the conditions differ in
+    the table alone. Returns the ensemble and each model's condition name (condition-major).
+    """
+    seeds = list(seeds)
+    if not tables or not seeds:
+        raise ValueError("need at least one table and one seed")
+    names = [name for name in tables for _ in seeds]
+    model = make_model("mlp", task, d=d, gamma=gamma, seed=seeds * len(tables), **model_kwargs)
+    transplant(model, {k: tables[name](seeds[k % len(seeds)]) for k, name in enumerate(names)})
+    return freeze_embedding(model, range(len(names))), names
+
+
+def loss_by_condition(traj: Trajectory, names: Sequence[str]) -> dict[str, tuple[Tensor, Tensor]]:
+    """Condition name -> (steps [T], loss [n_seeds, T]) of the models with that name."""
+    if len(names) != traj.n_models:
+        raise ValueError(f"need one name per model ({traj.n_models}), got {len(names)}")
+    return {name: (traj.steps, traj.loss[[k for k, n in enumerate(names) if n == name]]) for name in dict.fromkeys(names)}
 
 
 def random_embedding(vocab_size: int, d: int, gamma: float, seed: int) -> Tensor:

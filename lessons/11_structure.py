@@ -60,13 +60,13 @@ from ctxlab.tasks import anchor_composition_task, hierarchy_task, transfer_task
 from ctxlab.theory import plateau_levels
 from ctxlab.train import train
 from ctxlab.transplant import (
-    freeze_embedding,
+    frozen_ensemble,
     group_summary,
+    loss_by_condition,
     random_embedding,
     rescale,
     signature_embedding,
     steps_to_plateaus,
-    transplant,
 )
 
 # %% [markdown]
@@ -85,8 +85,8 @@ from ctxlab.transplant import (
 # * **(d) frozen at the table learned in (a)**, with every other weight re-initialised.
 #
 # Every frozen model keeps W1, W2 at its own fresh γ = 1 init and only W1, W2 learn. All frozen
-# models are one batched ensemble: `freeze_embedding` switches the embedding update off per
-# model, and `transplant` writes a table into model k.
+# models are one batched ensemble: `frozen_ensemble` writes each condition's table into its
+# models (`transplant`) and switches their embedding update off (`freeze_embedding`).
 
 # %%
 task = hierarchy_task()
@@ -157,17 +157,14 @@ conditions = {
     "ΔS¹⁺²⁺³": lambda s: sig123,
     "learned in (a)": lambda s: rescale(E_small[(s + 1) % 3], NORM),  # another seed's E: no co-adapted W1
 }
-names = [name for name in conditions for _ in SEEDS]
-frozen = make_model("mlp", task, d=D, gamma=1.0, seed=SEEDS * len(conditions))
-transplant(frozen, {k: conditions[name](k % 3) for k, name in enumerate(names)})
-freeze_embedding(frozen, range(len(names)))
+frozen, names = frozen_ensemble(task, conditions, SEEDS, d=D)
 run = train(frozen, data, STEPS, lr=1.0, record_every=10, progress=False)
 onsets = steps_to_plateaus(run, levels)
 print("embeddings unchanged by training:", bool((run.embeddings[:, -1] == run.embeddings[:, 0]).all()))
 
 # %%
 curves = {"learned (a)": (learned.steps, learned.loss)}
-curves.update({name: (run.steps, run.loss[[k for k, n in enumerate(names) if n == name]]) for name in conditions})
+curves.update(loss_by_condition(run, names))
 fig = plots.plateau_race_figure(curves, levels, at_step=STEPS)
 
 # %%
@@ -259,13 +256,11 @@ for name, tables in [("from small init", E_small), ("from standard init", E_std)
 # %%
 new = transfer_task()
 sources = {"from small init": E_small, "from standard init": E_std}
-t_names = [name for name in sources for _ in SEEDS]
-moved = make_model("mlp", new, d=D, gamma=1.0, seed=SEEDS * len(sources))
-transplant(moved, {k: rescale(sources[name][(k + 1) % 3], NORM) for k, name in enumerate(t_names)})
-freeze_embedding(moved, range(len(t_names)))
+transferred = {name: (lambda s, E=E: rescale(E[(s + 1) % 3], NORM)) for name, E in sources.items()}
+moved, t_names = frozen_ensemble(new, transferred, SEEDS, d=D)  # another seed's table, as in (d)
 t_run = train(moved, new.population, STEPS, lr=1.0, record_every=10, progress=False)
 t_onsets = steps_to_plateaus(t_run, new.plateau_levels())
-t_curves = {name: (t_run.steps, t_run.loss[[k for k, n in enumerate(t_names) if n == name]]) for name in sources}
+t_curves = loss_by_condition(t_run, t_names)
 t_curves["random γ=0.5 (std), hierarchy run"] = curves["random γ=0.5 (std)"]
 fig = plots.plateau_race_figure(t_curves, new.plateau_levels(), at_step=STEPS)
 

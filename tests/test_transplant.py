@@ -14,7 +14,9 @@ from ctxlab.tasks import TASKS, hierarchy_task, transfer_task
 from ctxlab.train import train
 from ctxlab.transplant import (
     freeze_embedding,
+    frozen_ensemble,
     group_summary,
+    loss_by_condition,
     random_embedding,
     rescale,
     signature_embedding,
@@ -153,3 +155,20 @@ def test_transfer_task_shares_tokens_and_ladder_but_not_labels():
     assert blind[2] == pytest.approx(blind[1])
     with pytest.raises(ValueError, match="coefficient"):
         transfer_task(coefficients=(1, 2))
+
+
+def test_frozen_ensemble_gives_each_condition_its_table_and_groups_the_losses():
+    V = SMALL.vocab_size
+    tables = {"ones": lambda s: torch.ones(V, 8) * (s + 1), "random": lambda s: random_embedding(V, 8, 1.0, seed=s)}
+    model, names = frozen_ensemble(SMALL, tables, [3, 4], d=8, hidden=16)
+    assert names == ["ones", "ones", "random", "random"] and model.seeds == [3, 4, 3, 4]
+    assert torch.equal(model.embedding[1].detach(), torch.full((V, 8), 5.0))
+    assert torch.equal(model.embedding[2].detach(), random_embedding(V, 8, 1.0, seed=3))
+    traj = train(model, SMALL.population, 5, record_every=1, progress=False)
+    assert torch.equal(traj.embeddings[:, -1], traj.embeddings[:, 0])  # every table stayed frozen
+    grouped = loss_by_condition(traj, names)
+    assert list(grouped) == ["ones", "random"] and torch.equal(grouped["random"][1], traj.loss[2:])
+    with pytest.raises(ValueError, match="one name per model"):
+        loss_by_condition(traj, names[:3])
+    with pytest.raises(ValueError, match="at least one table"):
+        frozen_ensemble(SMALL, {}, [0])

@@ -29,7 +29,12 @@ from ctxlab.models import make_model
 from ctxlab.signatures import label_signature
 from ctxlab.tasks import Dataset, anchor_composition_task, hierarchy_task
 from ctxlab.train import train
-from ctxlab.transplant import freeze_embedding, random_embedding, rescale, transplant
+from ctxlab.transplant import (
+    frozen_ensemble,
+    loss_by_condition,
+    random_embedding,
+    rescale,
+)
 
 # %% [markdown]
 # ## Exercise 1 — build the signature-derived embedding (★★☆, 20 min)
@@ -111,21 +116,30 @@ ctxlab.checks.check_11_finishing_order(finishing_order)
 # Now verify your prediction with a real (short) race: three frozen tables at the matched norm,
 # three seeds each, one batched run of 700 steps (about 10 s).
 
-# %% tags=["solution"]
+# %%
 task = hierarchy_task()
 V, D, NORM, SEEDS = task.vocab_size, 32, task.vocab_size**0.5, [0, 1, 2]
+
+# %% tags=["exercise"]
+# Once both checks pass, run the race (about 10 s), e.g.:
+# tables = {
+#     "random": lambda s: rescale(random_embedding(V, D, 1.0, seed=100 + s), NORM),
+#     "ΔS¹⁺²": lambda s: signature_table(task.population, D, (1, 2), NORM),
+#     "ΔS¹⁺²⁺³": lambda s: signature_table(task.population, D, (1, 2, 3), NORM),
+# }
+# race, names = frozen_ensemble(task, tables, SEEDS, d=D)
+# traj = train(race, task.population, 700, lr=1.0, record_every=10, progress=False)
+# print("finishing order:", finishing_order(loss_by_condition(traj, names), task.plateau_levels()))
+
+# %% tags=["solution"]
 tables = {
     "random": lambda s: rescale(random_embedding(V, D, 1.0, seed=100 + s), NORM),
     "ΔS¹⁺²": lambda s: signature_table(task.population, D, (1, 2), NORM),
     "ΔS¹⁺²⁺³": lambda s: signature_table(task.population, D, (1, 2, 3), NORM),
 }
-names = [name for name in tables for _ in SEEDS]
-race = make_model("mlp", task, d=D, gamma=1.0, seed=SEEDS * len(tables))
-transplant(race, {k: tables[name](k % 3) for k, name in enumerate(names)})
-freeze_embedding(race, range(len(names)))
+race, names = frozen_ensemble(task, tables, SEEDS, d=D)
 traj = train(race, task.population, 700, lr=1.0, record_every=10, progress=False)
-runs = {name: (traj.steps, traj.loss[[k for k, n in enumerate(names) if n == name]]) for name in tables}
-print("finishing order:", finishing_order(runs, task.plateau_levels()))
+print("finishing order:", finishing_order(loss_by_condition(traj, names), task.plateau_levels()))
 
 # %% [markdown]
 # The next two exercises use the anchor-composition task of part 2 and two trained Emb-MLPs
