@@ -15,7 +15,13 @@ from pathlib import Path
 
 import torch
 
-from ctxlab.align import Plateau, align_trajectory, find_plateaus, match_plateaus, stair_onsets
+from ctxlab.align import (
+    Plateau,
+    align_trajectory,
+    find_plateaus,
+    match_plateaus,
+    stair_onsets,
+)
 from ctxlab.env import profile as current_profile
 from ctxlab.models import ensemble_grid, make_model
 from ctxlab.signatures import label_signature
@@ -208,7 +214,7 @@ class LMResult:
         }
 
     @classmethod
-    def from_json(cls, numbers: dict, last_step: int | None = None) -> "LMResult":
+    def from_json(cls, numbers: dict, last_step: int | None = None) -> LMResult:
         """The result that ``to_json`` saved (curves only: embeddings are not saved), optionally cut
         at ``last_step``. Lets a lesson plot a run made elsewhere, e.g. the full profile on a GPU."""
         keep = [i for i, step in enumerate(numbers["steps"]) if last_step is None or step <= last_step]
@@ -257,7 +263,12 @@ def language_model(
     """Train TinyGPT on a shipped text for every (gamma, seed), measuring it against n-gram models."""
     from ctxlab.corpus import load_text, tokenizer, train_val_split
     from ctxlab.lm import NGramPredictor, TinyGPT, train_lm
-    from ctxlab.signatures import bigram_signature, ngram_cross_entropies, trigram_increment
+    from ctxlab.signatures import (
+        bigram_signature,
+        held_out_cross_entropies,
+        ngram_tables,
+        trigram_increment,
+    )
 
     cfg = dict(LM_PROFILES[profile or current_profile()])
     unknown = set(overrides) - set(cfg)
@@ -268,7 +279,10 @@ def language_model(
     tok = tokenizer(cfg["tokenizer"], text, vocab_size=cfg["vocab_size"] or 512)
     V = tok.vocab_size
     train_tokens, held_out = train_val_split(tok.encode(text))
-    yardsticks = {name: NGramPredictor(train_tokens, V, n) for name, n in NGRAM_ORDERS.items()}
+    tables = ngram_tables(train_tokens, V, max(NGRAM_ORDERS.values()))  # counted once for both uses
+    yardsticks = {name: NGramPredictor.from_table(tables[n - 1], V) for name, n in NGRAM_ORDERS.items()}
+    entropies = dict(zip(NGRAM_ORDERS, held_out_cross_entropies(tables, held_out, V)))
+    del tables  # float64 (1 GB for a BPE trigram); the yardsticks hold float32 copies
     g, s = ensemble_grid(gammas, seeds)
     model = TinyGPT(V, cfg["context"], d=cfg["d"], n_layers=cfg["n_layers"], n_heads=cfg["n_heads"], gamma=g, seed=s)
     sample_at = (0, cfg["steps"] // 10, cfg["steps"] // 3, cfg["steps"])
@@ -277,7 +291,6 @@ def language_model(
                     batch_size=cfg["batch_size"], lr=cfg["lr"], record_every=cfg["record_every"], device=device,
                     progress=progress, prompt=tok.encode(prompt), sample_at=sample_at)
     seconds = time.perf_counter() - start
-    entropies = dict(zip(NGRAM_ORDERS, ngram_cross_entropies(train_tokens, held_out, V, max_n=3)))
     signatures = {"bigram": bigram_signature(train_tokens, V), "trigram": trigram_increment(train_tokens, V)}
     alignment = align_trajectory(traj, signatures, "cka", relative_to_init=True)
     samples = {step: [tok.decode(row) for row in traj.extras["samples"][:, i]] for i, step in enumerate(traj.config["sample_steps"])}

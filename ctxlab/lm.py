@@ -77,18 +77,24 @@ class NGramPredictor:
     """The smoothed n-gram model of a token stream (:func:`~ctxlab.signatures.ngram_tables`):
     P(next | previous n-1 tokens), as a dense table."""
 
-    MAX_ENTRIES = 150_000_000  # a 512-token BPE trigram table fits; bigger vocabularies need bucketing
-
     def __init__(self, tokens: Tensor, vocab_size: int, n: int, alpha: float = 0.1) -> None:
         if n < 1 or alpha <= 0:
             raise ValueError("need n >= 1 and alpha > 0")
-        if vocab_size**n > self.MAX_ENTRIES:
-            raise ValueError(
-                f"a dense {n}-gram table over {vocab_size} tokens is too big; bucket rare tokens first "
-                "(ctxlab.signatures.bucket_rare) or use a character tokenizer"
-            )
         self.vocab_size, self.n = vocab_size, n
         self.probs = ngram_tables(tokens, vocab_size, n, alpha)[-1].float()  # [V^(n-1), V]
+
+    @classmethod
+    def from_table(cls, table: Tensor, vocab_size: int) -> NGramPredictor:
+        """The predictor of one table of :func:`~ctxlab.signatures.ngram_tables` ([V^(n-1), V]): count
+        the tables once and serve every order from them."""
+        n, rows = 1, 1
+        while rows < table.shape[0]:
+            n, rows = n + 1, rows * vocab_size
+        if table.ndim != 2 or table.shape != (rows, vocab_size):
+            raise ValueError(f"expected a [V^(n-1), V] table with V = {vocab_size}, got {tuple(table.shape)}")
+        predictor = cls.__new__(cls)
+        predictor.vocab_size, predictor.n, predictor.probs = vocab_size, n, table.float()
+        return predictor
 
     def predict(self, x: Tensor) -> Tensor:
         """Next-token distributions [N, T - n + 2, V] for positions n-2 .. T-1 of x [N, T]."""

@@ -284,6 +284,9 @@ def _ngram_index(stream: Tensor, vocab_size: int, n: int) -> Tensor:
     return idx
 
 
+MAX_NGRAM_ENTRIES = 150_000_000  # a 512-token BPE trigram table fits; bigger vocabularies need bucketing
+
+
 def ngram_tables(tokens: Tensor, vocab_size: int, max_n: int = 3, alpha: float = 0.1) -> list[Tensor]:
     """Smoothed n-gram models P(next | previous n-1 tokens) for n = 1..max_n: [V^(n-1), V] float64 each.
 
@@ -294,6 +297,11 @@ def ngram_tables(tokens: Tensor, vocab_size: int, max_n: int = 3, alpha: float =
     """
     if max_n < 1 or alpha <= 0:
         raise ValueError("need max_n >= 1 and alpha > 0")
+    if vocab_size**max_n > MAX_NGRAM_ENTRIES:
+        raise ValueError(
+            f"a dense {max_n}-gram table over {vocab_size} tokens is too big; bucket rare tokens first "
+            "(ctxlab.signatures.bucket_rare) or use a character tokenizer"
+        )
     if len(tokens) <= max_n:
         raise ValueError(f"stream too short for {max_n}-grams")
     tables: list[Tensor] = []
@@ -309,14 +317,18 @@ def ngram_tables(tokens: Tensor, vocab_size: int, max_n: int = 3, alpha: float =
     return tables
 
 
+def held_out_cross_entropies(tables: list[Tensor], held_out: Tensor, vocab_size: int) -> list[float]:
+    """Cross-entropy in nats of each table of :func:`ngram_tables` (orders 1, 2, ...) on ``held_out``."""
+    if len(held_out) <= len(tables):
+        raise ValueError(f"held-out stream too short for {len(tables)}-grams")
+    return [float(-table.view(-1)[_ngram_index(held_out, vocab_size, n)].log().mean())
+            for n, table in enumerate(tables, start=1)]
+
+
 def ngram_cross_entropies(train: Tensor, held_out: Tensor, vocab_size: int, max_n: int = 3, alpha: float = 0.1) -> list[float]:
     """Held-out H(X_{t+1} | previous n-1 tokens) for n = 1..max_n, in nats.
 
     Each n-gram model (:func:`ngram_tables`) is counted on ``train`` and scored on ``held_out``:
     plug-in entropies on the training text itself are biased low.
     """
-    if len(held_out) <= max_n:
-        raise ValueError(f"held-out stream too short for {max_n}-grams")
-    tables = ngram_tables(train, vocab_size, max_n, alpha)
-    return [float(-table.view(-1)[_ngram_index(held_out, vocab_size, n)].log().mean())
-            for n, table in enumerate(tables, start=1)]
+    return held_out_cross_entropies(ngram_tables(train, vocab_size, max_n, alpha), held_out, vocab_size)

@@ -78,3 +78,15 @@ def test_recorded_full_profile_run_loads_and_round_trips():
     assert torch.equal(again.trajectory.loss, traj.loss[:, : len(again.trajectory.steps)])
     with pytest.raises(ValueError, match="no recorded run"):
         recorded_lm_run("nonexistent")
+
+
+def test_predictor_from_a_shared_table_equals_one_counted_alone():
+    from ctxlab.signatures import ngram_tables
+
+    tokens = torch.randint(0, 5, (400,), generator=torch.Generator().manual_seed(0))
+    tables = ngram_tables(tokens, 5, max_n=3)
+    for n in (1, 2, 3):
+        shared = NGramPredictor.from_table(tables[n - 1], 5)
+        assert shared.n == n and torch.equal(shared.probs, NGramPredictor(tokens, 5, n).probs)
+    with pytest.raises(ValueError, match="V\\^\\(n-1\\)"):
+        NGramPredictor.from_table(tables[2][:7], 5)
