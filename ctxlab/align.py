@@ -1,4 +1,4 @@
-"""How well an embedding matrix lines up with a signature, and when the loss takes each stair.
+"""How well an embedding matrix lines up with a signature.
 
 All metrics compare token x token structure, so they ignore the (arbitrary) basis of the
 embedding space. Each takes E [..., V, d] (any leading axes, e.g. models x steps) and a
@@ -9,6 +9,8 @@ signature S [V, m] (or a :class:`~ctxlab.signatures.Signature`) and returns [...
 * :func:`subspace_fraction` -- share of ||E||^2 inside the token-space span of S (chance:
   rank / (V - 1)); it separates the orders most sharply.
 * :func:`ridge_r2` -- leave-one-token-out R^2 of predicting E from S with ridge regression.
+* :func:`order_shares` -- share of ||E||^2 in the directions each order adds to the lower ones,
+  with its chance level: the measure that shows the order of the stairs most plainly.
 
 :func:`permutation_baseline` scores shuffled signatures, which is the level to beat.
 """
@@ -112,6 +114,32 @@ def subspace_fraction(E, S, tokens=None, tol: float = 1e-6) -> Tensor:
     return (inside / E.pow(2).sum((-1, -2)).clamp_min(1e-300))
 
 
+def order_shares(E, signatures, tokens=None, tol: float = 1e-6) -> tuple[Tensor, list[float]]:
+    """Share of ||E||^2 (token-centred) in the directions each order adds: ([..., K], chance [K]).
+
+    The spans of ΔS^1, ΔS^1 + ΔS^2, ... grow order by order; share k is the part of E inside the
+    k-th span but outside the (k-1)-th, i.e. the token directions that order k adds. Unlike CKA these
+    shares separate the orders: an embedding that knows only order 1 has share 1 at order 1 and 0
+    elsewhere. A random E scores each increment's dimension / (V - 1): the chance levels returned.
+    """
+    if not signatures:
+        raise ValueError("give at least one signature")
+    mats = [_matrix(S).to(torch.float64) for S in signatures]
+    E, _ = _prepare(E, mats[0], tokens)
+    shares, chance, below, dims = [], [], torch.zeros((), dtype=torch.float64), 0
+    total = E.pow(2).sum((-1, -2)).clamp_min(1e-300)
+    for k in range(1, len(mats) + 1):
+        stacked = torch.cat(mats[:k], dim=1)
+        _, S = _prepare(E, stacked, tokens)
+        U, sv, _ = torch.linalg.svd(S, full_matrices=False)
+        U = U[:, sv > tol * sv.max().clamp_min(1e-300)]
+        inside = (U.transpose(0, 1) @ E).pow(2).sum((-1, -2)) / total
+        shares.append(inside - below)
+        chance.append((U.shape[1] - dims) / (E.shape[-2] - 1))
+        below, dims = inside, U.shape[1]
+    return torch.stack(shares, -1), chance
+
+
 def ridge_r2(E, S, tokens=None, alpha: float = 1e-3) -> Tensor:
     """Leave-one-token-out R^2 of the ridge fit E ~ S A (kernel form, exact LOO residuals).
 
@@ -175,85 +203,7 @@ def role_norms(traj, roles: Sequence[str]) -> dict[str, Tensor]:
     return out
 
 
-def crossing_step(steps: Tensor, curve: Tensor, level: float, below: bool = True) -> Tensor:
-    """First recorded step where ``curve`` [..., T] goes below (or above) ``level``; -1 if never."""
-    hit = curve < level if below else curve > level
-    first = torch.where(hit.any(-1), hit.float().argmax(-1), torch.full(hit.shape[:-1], -1))
-    return torch.where(first >= 0, steps[first.clamp_min(0)], torch.full_like(first, -1))
-
-
-def onset_step(steps: Tensor, curve: Tensor, fraction: float = 0.5) -> Tensor:
-    """First step where ``curve`` [..., T] has covered ``fraction`` of its way from start to end."""
-    start, end = curve[..., :1], curve[..., -1:]
-    level = start + fraction * (end - start)
-    rising = (end > start).squeeze(-1)
-    hit = torch.where(rising[..., None], curve >= level, curve <= level)
-    first = hit.float().argmax(-1)
-    return steps[first]
-
-
-def stair_onsets(steps: Tensor, loss: Tensor, levels: Sequence[float]) -> Tensor:
-    """Onset of stair k (k = 1..len(levels)-1): first step with loss < (H_{k-1} + H_k) / 2.
-
-    loss: [..., T]; returns [..., len(levels) - 1] steps, -1 where the stair was never reached.
-    """
-    mids = [(a + b) / 2 for a, b in zip(levels[:-1], levels[1:])]
-    return torch.stack([crossing_step(steps, loss, m) for m in mids], dim=-1)
-
-
-@dataclass(frozen=True)
-class Plateau:
-    """A stretch of training where the loss stays flat: first and last step, and its mean level."""
-
-    start: int
-    stop: int
-    level: float
-
-    @property
-    def length(self) -> int:
-        return self.stop - self.start
-
-
-def find_plateaus(steps: Tensor, loss: Tensor, flat: float = 3e-4, min_steps: int = 30) -> list[Plateau]:
-    """Every run of at least ``min_steps`` steps where a 1-d loss moves by < ``flat`` nats per step.
-
-    Stairs often come with short sub-levels (a model may learn *whether* a context token matters
-    before *how*), so a curve can have more plateaus than the order ladder has rungs.
-    """
-    at = steps.to(torch.float64)
-    slope = (loss[1:] - loss[:-1]).abs().to(torch.float64) / (at[1:] - at[:-1])
-    plateaus, begin = [], None
-    for i, is_flat in enumerate((slope < flat).tolist() + [False]):
-        if is_flat and begin is None:
-            begin = i
-        elif not is_flat and begin is not None:
-            if int(steps[i] - steps[begin]) >= min_steps:
-                plateaus.append(Plateau(int(steps[begin]), int(steps[i]), float(loss[begin : i + 1].mean())))
-            begin = None
-    return plateaus
-
-
-def match_plateaus(plateaus: Sequence[Plateau], levels: Sequence[float]) -> list[Plateau | None]:
-    """For each predicted level H_k, the found plateau nearest to it among those in its band.
-
-    The band of H_k runs between the midpoints to its neighbours, so a plateau is never
-    credited to a stair whose neighbours explain it better. None where no plateau lies in the band.
-    """
-    matched = []
-    for k, level in enumerate(levels):
-        upper = (levels[k - 1] + level) / 2 if k > 0 else float("inf")
-        lower = (level + levels[k + 1]) / 2 if k + 1 < len(levels) else float("-inf")
-        inside = [p for p in plateaus if lower <= p.level < upper]
-        matched.append(min(inside, key=lambda p: abs(p.level - level)) if inside else None)
-    return matched
-
-
 # --- helpers for lessons 02-03 ----------------------------------------------------------------
-
-
-def middle_step(plateau: Plateau) -> int:
-    """The step halfway through a plateau: where to look at the embeddings that belong to it."""
-    return (plateau.start + plateau.stop) // 2
 
 
 def pca_2d(E) -> Tensor:

@@ -1,6 +1,7 @@
 """The ``ctxlab`` command: headless experiments and the course tools.
 
-    ctxlab staircase [--gammas ...] [--seeds N] [--steps N] [--device D] [--out DIR] [--json PATH]
+    ctxlab staircase [--gammas ...] [--seeds N] [--steps N] [--values C --block B --mix p1 .. pL]
+                     [--device D] [--out DIR] [--json PATH]
     ctxlab lm [--gammas ...] [--steps N] [--tokenizer char|bpe] [--device D] [--out DIR] [--json PATH]
     torchrun --nproc-per-node 2 -m ctxlab.cli lm ...      (data-parallel)
     ctxlab build [--check] [--force] [NAMES ...]
@@ -56,11 +57,17 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ctxlab", description="The Context Staircase course: experiments and course tools.")
     sub = p.add_subparsers(dest="command", required=True)
 
-    s = sub.add_parser("staircase", help="train Emb-MLP on the hierarchy task over a gamma grid; figure + JSON")
+    s = sub.add_parser("staircase", help="train Emb-MLP on a hierarchy task over a gamma grid; rungs, figure, JSON")
     s.add_argument("--gammas", type=float, nargs="+", default=[0.5, 1.0, 1.5], help="init-scale exponents")
     s.add_argument("--seeds", type=int, default=3, help="seeds per gamma")
     s.add_argument("--steps", type=int, default=None, help="GD steps (default: from the profile)")
     s.add_argument("--lr", type=float, default=1.0, help="learning rate of plain gradient descent")
+    s.add_argument("--values", type=int, default=None,
+                   help="attribute values C: labels live in Z_C (default 2: one rung per order)")
+    s.add_argument("--block", type=int, default=None, help="tokens per position, a multiple of C (default 8)")
+    s.add_argument("--mix", type=float, nargs="+", default=None,
+                   help="probability of each order's rule: L weights give L positions and L + 1 levels "
+                        "(default 0.4 0.3 0.3)")
     s.add_argument("--optimizer", default="gd", help="gd, sgd or adam")
     s.add_argument("--device", default="auto", help="cpu, cuda, cuda:N, mps or auto")
     s.add_argument("--out", default="figs", help="folder for the figure")

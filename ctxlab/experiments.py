@@ -1,8 +1,10 @@
 """Headline experiments, shared by the lessons and the ``ctxlab`` command.
 
-:func:`staircase` trains Emb-MLP on the hierarchy task over a grid of init exponents and seeds
-in one batched run, then measures each stair: its onset (first step below the midpoint of two
-neighbouring predicted plateaus) and the plateau found nearest to the predicted level.
+:func:`staircase` trains Emb-MLP on a hierarchy task over a grid of init exponents and seeds in one
+batched run, then reads every loss curve rung by rung (:mod:`ctxlab.rungs`: dwell on each predicted
+level, onset, rises, where it ends) and follows the embeddings order by order (the share of
+||E - E0||^2 in the directions each order's signature adds, with its chance level, and the norm of
+each token role).
 """
 
 from __future__ import annotations
@@ -15,19 +17,18 @@ from pathlib import Path
 
 import torch
 
-from ctxlab.align import (
-    Plateau,
-    align_trajectory,
-    find_plateaus,
-    match_plateaus,
-    stair_onsets,
-)
+from ctxlab.align import align_trajectory, order_shares, role_norms
 from ctxlab.env import profile as current_profile
 from ctxlab.models import ensemble_grid, make_model
+from ctxlab.rungs import Rungs, measure_runs, stair_onsets
 from ctxlab.signatures import label_signature
-from ctxlab.tasks import hierarchy_task
+from ctxlab.tasks import Task, hierarchy_task
 from ctxlab.theory import plateau_levels
 from ctxlab.train import Trajectory, train
+
+# The headline task: binary attributes give one rung per order, and at gamma = 1 every seed rests on
+# each of them (SCIENCE.md 9); Z_3 attributes add sub-rungs, which lesson 03 treats as a second topic.
+HEADLINE_TASK = {"n_values": 2, "block": 8, "mix": (0.4, 0.3, 0.3)}
 
 # Sizes per scale profile: quick fits a minute on 2 CPU cores, full is for a GPU.
 STAIRCASE_PROFILES = {
@@ -36,63 +37,71 @@ STAIRCASE_PROFILES = {
 }
 
 
+def level_names(task: Task) -> list[str]:
+    """How the lessons and the JSON name the predicted levels of a hierarchy task: H(Y | x1..xk)."""
+    return ["H(Y)"] + [f"H(Y | {', '.join(f'x{i}' for i in range(1, k + 1))})" for k in range(1, task.seq_len + 1)]
+
+
 @dataclass
 class StaircaseResult:
-    """A staircase run: the trajectory, the predicted levels and what was measured per model."""
+    """A staircase run: the trajectory, the predicted levels, and every curve read rung by rung."""
 
-    task: str
+    task: Task
     gammas: list[float]
     seeds: list[int]
     trajectory: Trajectory
-    levels: list[float]  # predicted plateau losses H_0 .. H_L
-    onsets: torch.Tensor  # [K, L]: onset step of stairs 1..L (-1: not reached)
-    plateaus: list[list[Plateau]]  # [K]: every plateau found in run k, sub-levels included
-    stairs: list[list[Plateau | None]]  # [K][L]: the plateau matched to H_1 .. H_L
-    alignment: dict[str, torch.Tensor]  # signature name -> [K, T] CKA(E - E0, Delta S^k)
+    levels: list[float]  # predicted losses H_0 .. H_L
+    rungs: list[Rungs]  # [K]: run k read against the levels
+    shares: torch.Tensor  # [K, T, L]: share of ||E - E0||^2 in the directions order k adds
+    chance: list[float]  # [L]: the share a random embedding would have
+    norms: dict[str, torch.Tensor]  # role -> [K, T]: mean norm of E - E0 over the role's tokens
     seconds: float
 
+    @property
+    def onsets(self) -> torch.Tensor:
+        """[K, L]: onset step of stairs 1..L (-1: never reached)."""
+        return stair_onsets(self.trajectory.steps, self.trajectory.loss, self.levels)
+
+    def runs_at(self, gamma: float) -> list[int]:
+        """Model indices trained at ``gamma``."""
+        return [k for k, g in enumerate(self.gammas) if g == gamma]
+
     def to_json(self) -> dict:
+        """Every number of the run, the whole recorded curves included (strict JSON: no NaN)."""
+        steps = self.trajectory.steps.tolist()
+        names = level_names(self.task)
         runs = []
         for k, (g, s) in enumerate(zip(self.gammas, self.seeds)):
-            stairs = [
-                {
-                    "order": order,
-                    "predicted_loss": round(self.levels[order], 6),
-                    "measured_plateau_loss": None if stair is None else round(stair.level, 6),
-                    "plateau_steps": 0 if stair is None else stair.length,
-                    "onset_step": None if int(self.onsets[k, order - 1]) < 0 else int(self.onsets[k, order - 1]),
-                }
-                for order, stair in enumerate(self.stairs[k], start=1)
-            ]
+            read = self.rungs[k]
             runs.append({
-                "gamma": g, "seed": s, "stairs": stairs,
-                "plateaus": [{"start": p.start, "stop": p.stop, "level": round(p.level, 6)} for p in self.plateaus[k]],
-                "final_loss": round(float(self.trajectory.loss[k, -1]), 6),
+                "gamma": g, "seed": s, "steps": steps,
+                "loss": [round(float(v), 6) for v in self.trajectory.loss[k]],
+                "rungs": [{"order": r.order, "predicted_loss": round(r.level, 6), "dwell_steps": r.dwell,
+                           "onset_step": None if r.onset < 0 else r.onset} for r in read.rungs],
+                "max_rise": round(read.rise, 6), "ends_on": read.ends_on, "final_loss": round(read.final, 6),
             })
-        return {"task": self.task, "gammas": sorted(set(self.gammas)), "runs": runs, "seconds": round(self.seconds, 2)}
+        info = self.task.info
+        return {
+            "task": {"name": self.task.name, "values": self.task.n_labels, "block": info["block"],
+                     "mix": list(info["mix"]), "description": self.task.description},
+            "levels": [{"order": k, "name": n, "loss": round(h, 6)} for k, (n, h) in enumerate(zip(names, self.levels))],
+            "tolerance": self.rungs[0].tol if self.rungs else None,
+            "runs": runs, "seconds": round(self.seconds, 2),
+        }
 
     def table(self) -> str:
-        """A plain-text table: one row per run, onset step and plateau loss of each stair."""
-        orders = range(1, len(self.levels))
-        head = f"{'gamma':>5} {'seed':>4} " + " ".join(f"{'onset' + str(o):>7} {'H' + str(o) + ' meas':>8}" for o in orders) + f" {'final':>7}"
-        pred = f"{'':>5} {'pred':>4} " + " ".join(f"{'':>7} {self.levels[o]:>8.4f}" for o in orders)
+        """A plain-text table: one row per run, the dwell and onset on every rung, the largest rise, the end."""
+        orders = range(len(self.levels))
+        head = f"{'gamma':>5} {'seed':>4} " + " ".join(f"{'H' + str(o) + ' dwell':>9} {'onset':>5}" for o in orders)
+        head += f" {'max rise':>8} {'final':>7} {'ends on':>7}"
+        pred = f"{'':>5} {'pred':>4} " + " ".join(f"{self.levels[o]:>9.4f} {'':>5}" for o in orders)
         rows = [head, pred]
         for k, (g, s) in enumerate(zip(self.gammas, self.seeds)):
-            cells = []
-            for o in orders:
-                onset = int(self.onsets[k, o - 1])
-                stair = self.stairs[k][o - 1]
-                cells.append(f"{onset if onset >= 0 else '-':>7} {'-' if stair is None else f'{stair.level:.4f}':>8}")
-            rows.append(f"{g:>5g} {s:>4d} " + " ".join(cells) + f" {float(self.trajectory.loss[k, -1]):>7.4f}")
+            read = self.rungs[k]
+            cells = " ".join(f"{r.dwell:>9d} {r.onset if r.onset >= 0 else '-':>5}" for r in read.rungs)
+            end = "-" if read.ends_on is None else f"H{read.ends_on}"
+            rows.append(f"{g:>5g} {s:>4d} {cells} {read.rise:>8.4f} {read.final:>7.4f} {end:>7}")
         return "\n".join(rows)
-
-
-def measure_plateaus(traj: Trajectory, levels: list[float]) -> tuple[torch.Tensor, list[list[Plateau]], list[list[Plateau | None]]]:
-    """Per run: the onset step of stairs 1..L, every plateau found, and the one matched to each H_k."""
-    onsets = stair_onsets(traj.steps, traj.loss, levels)
-    found = [find_plateaus(traj.steps, traj.loss[k]) for k in range(traj.n_models)]
-    matched = [match_plateaus(p, levels)[1:] for p in found]
-    return onsets, found, matched
 
 
 def staircase(
@@ -104,11 +113,16 @@ def staircase(
     device=None,
     profile: str | None = None,
     progress: bool | None = None,
+    values: int = HEADLINE_TASK["n_values"],
+    block: int = HEADLINE_TASK["block"],
+    mix: Sequence[float] = HEADLINE_TASK["mix"],
+    tol: float = 0.01,
 ) -> StaircaseResult:
-    """Train Emb-MLP (GELU, no biases) on the hierarchy task for every (gamma, seed) in one batch."""
+    """Train Emb-MLP (GELU, no biases) on ``hierarchy_task(block, values, mix)`` for every (gamma, seed)
+    in one batch, read every curve rung by rung and follow the embeddings order by order."""
     sizes = STAIRCASE_PROFILES[profile or current_profile()]
     steps = sizes["steps"] if steps is None else steps
-    task = hierarchy_task()
+    task = hierarchy_task(block=block, n_values=values, mix=tuple(mix))
     g, s = ensemble_grid(gammas, seeds)
     model = make_model("mlp", task, d=sizes["d"], hidden=sizes["hidden"], gamma=g, seed=s)
     start = time.perf_counter()
@@ -116,10 +130,12 @@ def staircase(
                  record_every=sizes["record_every"], device=device, progress=progress, desc="staircase")
     seconds = time.perf_counter() - start
     levels = plateau_levels(task.population)
-    onsets, plateaus, stairs = measure_plateaus(traj, levels)
     signatures = [label_signature(task.population, k, "incremental") for k in range(1, task.seq_len + 1)]
-    alignment = align_trajectory(traj, signatures, "cka", relative_to_init=True)
-    return StaircaseResult(task.name, g, s, traj, levels, onsets, plateaus, stairs, alignment, seconds)
+    moved = traj.embeddings - traj.embeddings[:, :1]
+    shares, chance = order_shares(moved, signatures)
+    norms = role_norms(Trajectory(traj.steps, traj.loss, moved), task.roles)
+    return StaircaseResult(task, g, s, traj, levels, measure_runs(traj.steps, traj.loss, levels, tol), shares,
+                           chance, norms, seconds)
 
 
 def run_staircase_command(args) -> int:
@@ -130,6 +146,10 @@ def run_staircase_command(args) -> int:
         raise ValueError("--seeds must be at least 1")
     if args.steps is not None and args.steps < 1:
         raise ValueError("--steps must be positive")
+    chosen = {"values": args.values, "block": args.block, "mix": args.mix}
+    task_args = {"n_values": HEADLINE_TASK["n_values"], "block": HEADLINE_TASK["block"], "mix": HEADLINE_TASK["mix"]}
+    task_args.update({("n_values" if k == "values" else k): v for k, v in chosen.items() if v is not None})
+    hierarchy_task(**{**task_args, "mix": tuple(task_args["mix"])})  # bad task options fail before training
     result = staircase(
         gammas=args.gammas,
         seeds=list(range(args.seeds)),
@@ -139,6 +159,9 @@ def run_staircase_command(args) -> int:
         device=args.device,
         profile=args.profile,
         progress=not args.no_progress,
+        values=task_args["n_values"],
+        block=task_args["block"],
+        mix=task_args["mix"],
     )
     print(result.table())
     print(f"trained {len(result.gammas)} models in {result.seconds:.1f} s")
@@ -353,7 +376,7 @@ class PhaseMap:
     """One batched run over a gamma x learning-rate grid, measured per cell ([G, R] tensors, float64).
 
     wait: first step below the midpoint of H_0 and H_1 (NaN: never got there or diverged);
-    plateau: length of the rest at H_0 = ln C before the first stair (0: no such rest; NaN: diverged);
+    plateau: steps the loss rests on H_0 = ln C (its dwell there, :mod:`ctxlab.rungs`; NaN: diverged);
     final: loss at the last step (NaN where the run diverged); diverged: the loss became NaN or inf.
     """
 
@@ -414,8 +437,10 @@ def _measure_phase_map(gammas: list[float], lrs: list[float], traj: Trajectory, 
     diverged = ~torch.isfinite(loss).all(dim=1)
     onsets = stair_onsets(traj.steps, traj.loss, levels)[:, 0].to(torch.float64)
     wait = torch.where((onsets < 0) | diverged, torch.nan, onsets)
-    rests = [match_plateaus(find_plateaus(traj.steps, traj.loss[k]), levels)[0] for k in range(traj.n_models)]
-    plateau = torch.tensor([0.0 if p is None else float(p.length) for p in rests], dtype=torch.float64)
+    finite = [k for k in range(traj.n_models) if not bool(diverged[k])]
+    rests = dict(zip(finite, measure_runs(traj.steps, traj.loss[finite], levels))) if finite else {}
+    plateau = torch.tensor([float(rests[k].rungs[0].dwell) if k in rests else 0.0 for k in range(traj.n_models)],
+                           dtype=torch.float64)
     plateau = torch.where(diverged, torch.nan, plateau)
     final = torch.where(diverged, torch.nan, loss[:, -1])
     return PhaseMap(gammas, lrs, wait.reshape(shape), plateau.reshape(shape), final.reshape(shape),

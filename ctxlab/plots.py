@@ -16,36 +16,62 @@ if TYPE_CHECKING:
 ORDER_COLORS = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e")
 
 
-def staircase_figure(result, metric_label: str = "CKA(ΔE, ΔSᵏ)") -> Figure:
-    """Loss with the predicted plateaus dashed (top) and alignment per order (bottom), one column per γ.
+SEED_STYLES = ("-", "--", ":", "-.")
+
+
+def _seed_style(j: int) -> str:
+    return SEED_STYLES[j % len(SEED_STYLES)]
+
+
+def label_levels(ax, levels, names=None, x=None) -> None:
+    """Dashed predicted levels, each labelled at the right edge (H_k = value, or its name)."""
+    for order, level in enumerate(levels):
+        color = ORDER_COLORS[(order - 1) % len(ORDER_COLORS)] if order else "grey"
+        ax.axhline(level, ls="--", lw=0.9, color=color, zorder=0)
+        text = f"H{order} = {level:.3f}" if names is None else f"{names[order]} = {level:.3f}"
+        ax.annotate(text, (1.0, level), xycoords=("axes fraction", "data"), xytext=(3, 0),
+                    textcoords="offset points", ha="left", va="center", fontsize=7, color=color)
+
+
+def staircase_figure(result) -> Figure:
+    """One column per γ, seeds as line styles. Top: the loss with the predicted levels dashed and
+    labelled. Middle: the share of ||E − E0||² in the directions each order adds (colour = order,
+    dashed = its chance level). Bottom: the mean ||E − E0|| of each token role (keys enter with order 1,
+    first anchors with order 2, ...).
 
     ``result`` is a :class:`ctxlab.experiments.StaircaseResult`.
     """
     gammas = sorted(set(result.gammas))
-    fig, axes = plt.subplots(2, len(gammas), figsize=(4.2 * len(gammas), 6.4), sharex="col", squeeze=False)
+    fig, axes = plt.subplots(3, len(gammas), figsize=(4.3 * len(gammas) + 0.9, 8.4), sharex="col", squeeze=False)
     steps = result.trajectory.steps.numpy()
+    roles = list(result.norms)
     for col, g in enumerate(gammas):
-        models = [k for k, gk in enumerate(result.gammas) if gk == g]
-        top, bottom = axes[0, col], axes[1, col]
-        for k in models:
-            top.plot(steps, result.trajectory.loss[k].numpy(), color="black", lw=1.2, alpha=0.75)
-        for order, level in enumerate(result.levels):
-            top.axhline(level, ls="--", lw=0.9, color=ORDER_COLORS[order % len(ORDER_COLORS)] if order else "grey")
-            if col == 0:
-                top.annotate(f"H{order} = {level:.3f}", (steps[-1], level), xytext=(-4, 3),
-                             textcoords="offset points", ha="right", fontsize=8, color="dimgrey")
-        top.set_title(f"γ = {g:g}  ({len(models)} seed{'s' if len(models) > 1 else ''})")
-        for name, curves in result.alignment.items():
-            order = int(name.split("-")[0][-1])
-            color = ORDER_COLORS[order % len(ORDER_COLORS)]
+        models = result.runs_at(g)
+        top, middle, bottom = axes[:, col]
+        for j, k in enumerate(models):
+            top.plot(steps, result.trajectory.loss[k].numpy(), color="black", lw=1.1, ls=_seed_style(j),
+                     label=f"seed {result.seeds[k]}")
+        label_levels(top, result.levels)
+        top.set_title(f"γ = {g:g}")
+        for order in range(1, result.shares.shape[-1] + 1):
+            color = ORDER_COLORS[(order - 1) % len(ORDER_COLORS)]
             for j, k in enumerate(models):
-                bottom.plot(steps, curves[k].numpy(), color=color, lw=1.2, alpha=0.8,
+                middle.plot(steps, result.shares[k, :, order - 1].numpy(), color=color, lw=1.1, ls=_seed_style(j),
                             label=f"order {order}" if j == 0 else None)
-        bottom.set_ylim(-0.02, 1.02)
+            middle.axhline(result.chance[order - 1], color=color, lw=0.8, ls=(0, (2, 3)), alpha=0.8)
+        middle.set_ylim(-0.02, 1.02)
+        for r, role in enumerate(roles):
+            color = ORDER_COLORS[r % len(ORDER_COLORS)]
+            for j, k in enumerate(models):
+                bottom.plot(steps, result.norms[role][k].numpy(), color=color, lw=1.1, ls=_seed_style(j),
+                            label=role if j == 0 else None)
         bottom.set_xlabel("gradient-descent step")
     axes[0, 0].set_ylabel("loss (nats)")
-    axes[1, 0].set_ylabel(metric_label)
-    axes[1, -1].legend(loc="lower right", fontsize=8)
+    axes[1, 0].set_ylabel("share of ‖E − E₀‖²\nin order-k directions")
+    axes[2, 0].set_ylabel("mean ‖E − E₀‖ per role")
+    axes[0, -1].legend(loc="upper right", fontsize=7, title="line style", title_fontsize=7)
+    axes[1, -1].legend(loc="upper right", fontsize=7, title="dotted: chance", title_fontsize=7)
+    axes[2, -1].legend(loc="upper left", fontsize=7)
     fig.tight_layout()
     return fig
 
@@ -504,7 +530,7 @@ def plateau_race_figure(runs: dict, levels, at_step: int | None = None) -> Figur
     import numpy as np
     import torch
 
-    from ctxlab.align import stair_onsets
+    from ctxlab.rungs import stair_onsets
 
     names = list(runs)
     colors = plt.get_cmap("tab10")

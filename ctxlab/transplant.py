@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 import torch
 from torch import Tensor
 
-from ctxlab.align import stair_onsets
+from ctxlab.rungs import stair_onsets
 from ctxlab.models import Ensemble, make_model
 from ctxlab.signatures import label_signature
 from ctxlab.tasks import Dataset, Task
@@ -146,7 +146,7 @@ def steps_to_plateaus(traj: Trajectory, levels: Sequence[float]) -> Tensor:
     """[K, len(levels) - 1]: the step at which each model drops onto plateau k = 1.. (-1: never).
 
     "Reaching plateau k" is the first recorded step with loss below the midpoint of H_{k-1} and
-    H_k, the stair onset of :func:`ctxlab.align.stair_onsets`.
+    H_k, the stair onset of :func:`ctxlab.rungs.stair_onsets`.
     """
     return stair_onsets(traj.steps, traj.loss, list(levels))
 

@@ -28,7 +28,7 @@
 import matplotlib.pyplot as plt
 import torch
 
-from ctxlab.align import stair_onsets
+from ctxlab.rungs import stair_onsets
 from ctxlab.models import ensemble_grid, make_model
 from ctxlab.signatures import joint
 from ctxlab.tasks import hierarchy_task, with_token_frequencies, zipf

@@ -32,7 +32,7 @@
 import matplotlib.pyplot as plt
 import torch
 
-from ctxlab.align import crossing_step
+from ctxlab.rungs import crossing_step
 from ctxlab.models import make_model
 from ctxlab.tasks import modes_task
 from ctxlab.theory import (

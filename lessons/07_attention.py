@@ -27,7 +27,7 @@
 import matplotlib.pyplot as plt
 import torch
 
-from ctxlab.align import crossing_step
+from ctxlab.rungs import crossing_step
 from ctxlab.models import make_model
 from ctxlab.tasks import partner_task
 from ctxlab.theory import bag_of_context, departure_step, partner_attention

@@ -152,7 +152,7 @@ for k in small:
 
 # %%
 # NBVAL_CHECK_OUTPUT
-from ctxlab.align import crossing_step
+from ctxlab.rungs import crossing_step
 
 for k in small:
     h1, h2, h3 = (int(crossing_step(traj.steps, traj.loss[k], h)) for h in result.entropies.values())

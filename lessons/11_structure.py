@@ -43,14 +43,13 @@ import torch
 from ctxlab import plots
 from ctxlab.align import (
     class_cosines,
-    crossing_step,
     nearest,
     overlap_chance,
     overlap_trajectory,
     signature_classes,
-    stair_onsets,
     subspace_fraction,
 )
+from ctxlab.rungs import crossing_step, stair_onsets
 from ctxlab.composition import anchor_line_up, composition_probes, key_line_up
 from ctxlab.corpus import load_text, tokenizer, train_val_split
 from ctxlab.lm import TinyGPT, train_lm

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from ctxlab.align import stair_onsets
+from ctxlab.rungs import stair_onsets
 from ctxlab.models import make_model
 from ctxlab.signatures import label_signature
 from ctxlab.tasks import TASKS, hierarchy_task, transfer_task

@@ -13,7 +13,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ctxlab.align import neighbour_overlap, signature_classes, stair_onsets
+from ctxlab.align import neighbour_overlap, signature_classes
+from ctxlab.rungs import stair_onsets
 from ctxlab.checks.core import (
     Case,
     Diagnosis,

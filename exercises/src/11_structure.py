@@ -24,7 +24,7 @@
 import torch
 
 import ctxlab.checks
-from ctxlab.align import stair_onsets
+from ctxlab.rungs import stair_onsets
 from ctxlab.models import make_model
 from ctxlab.signatures import label_signature
 from ctxlab.tasks import Dataset, anchor_composition_task, hierarchy_task

@@ -7,7 +7,7 @@ import torch
 
 from contracts import Contract
 from ctxlab import checks
-from ctxlab.align import crossing_step, stair_onsets
+from ctxlab.rungs import crossing_step, stair_onsets
 from ctxlab.checks.lesson11 import (
     _neighbours,
     _shared,

@@ -1,0 +1,148 @@
+"""Read a loss curve against a predicted ladder H_0 > H_1 > ... the way a reader reads the figure.
+
+For every predicted level (a *rung*) the curve is measured by what one sees in the picture:
+
+* **dwell**: the steps the loss spends within ``tol`` of the level while it is flat (it moves by
+  less than ``flat`` nats per step there), so a slide that merely passes through a level, or a tread
+  at some other, unpredicted level, is never credited to it;
+* **onset**: the first step at which the loss is below the midpoint (H_{k-1} + H_k) / 2, i.e. the
+  step at which the curve has come down to rung k (0 for H_0, -1 where never);
+* the longest flat stretch on the rung (``span``), to look at the model in the middle of it.
+
+For the whole curve: the largest **rise** after it left H_0 (how far it ever climbs back above the
+lowest loss seen so far; 0 for a curve that only goes down) and the rung it **ends** on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+TOL = 0.01  # nats: "on a rung" means within this of the predicted level
+
+
+@dataclass(frozen=True)
+class Rung:
+    """One predicted level and what the curve did there (steps are training steps)."""
+
+    order: int
+    level: float
+    dwell: int
+    onset: int  # -1: never reached
+    span: tuple[int, int] | None  # first and last step of the longest flat stretch on the rung
+
+    @property
+    def middle(self) -> int | None:
+        """The step halfway through the longest flat stretch: where to look at the model on this rung."""
+        return None if self.span is None else (self.span[0] + self.span[1]) // 2
+
+
+@dataclass(frozen=True)
+class Rungs:
+    """A curve read rung by rung: ``rungs[k]`` for H_k, the largest rise, the final loss and the rung
+    it ends on (None: not within the tolerance of any level)."""
+
+    rungs: tuple[Rung, ...]
+    rise: float
+    final: float
+    ends_on: int | None
+    tol: float
+
+    def dwells(self) -> list[int]:
+        return [r.dwell for r in self.rungs]
+
+    def onsets(self) -> list[int]:
+        return [r.onset for r in self.rungs]
+
+
+def _check(steps: Tensor, loss: Tensor, levels: Sequence[float]) -> tuple[Tensor, Tensor, list[float]]:
+    steps = torch.as_tensor(steps)
+    loss = torch.as_tensor(loss, dtype=torch.float64)
+    if steps.ndim != 1 or steps.numel() < 2:
+        raise ValueError(f"steps must be a 1-d tensor of at least 2 recorded steps, got shape {tuple(steps.shape)}")
+    if loss.shape[-1] != steps.numel():
+        raise ValueError(f"loss has {loss.shape[-1]} values per curve but there are {steps.numel()} recorded steps")
+    if bool((steps.diff() <= 0).any()):
+        raise ValueError("steps must be strictly increasing")
+    levels = [float(h) for h in levels]
+    if len(levels) < 2 or any(not (a > b) for a, b in zip(levels, levels[1:])):
+        raise ValueError(f"levels must be a decreasing ladder H_0 > H_1 > ... of at least 2 values, got {levels}")
+    return steps, loss, levels
+
+
+def crossing_step(steps: Tensor, curve: Tensor, level: float, below: bool = True) -> Tensor:
+    """First recorded step where ``curve`` [..., T] goes below (or above) ``level``; -1 if never."""
+    hit = curve < level if below else curve > level
+    first = torch.where(hit.any(-1), hit.float().argmax(-1), torch.full(hit.shape[:-1], -1))
+    return torch.where(first >= 0, steps[first.clamp_min(0)], torch.full_like(first, -1))
+
+
+def stair_onsets(steps: Tensor, loss: Tensor, levels: Sequence[float]) -> Tensor:
+    """Onset of stair k (k = 1..len(levels)-1): first step with loss < (H_{k-1} + H_k) / 2.
+
+    loss: [..., T]; returns [..., len(levels) - 1] steps, -1 where the stair was never reached.
+    """
+    mids = [(a + b) / 2 for a, b in zip(levels[:-1], levels[1:])]
+    return torch.stack([crossing_step(steps, loss, m) for m in mids], dim=-1)
+
+
+def _flat_runs(steps: Tensor, on: Tensor) -> list[tuple[int, int]]:
+    """Maximal runs of consecutive recorded intervals marked ``on`` [T-1], as (first step, last step)."""
+    runs, begin = [], None
+    for i, flag in enumerate(on.tolist() + [False]):
+        if flag and begin is None:
+            begin = i
+        elif not flag and begin is not None:
+            runs.append((int(steps[begin]), int(steps[i])))
+            begin = None
+    return runs
+
+
+def measure_rungs(steps: Tensor, loss: Tensor, levels: Sequence[float], tol: float = TOL,
+                  flat: float | None = None) -> Rungs:
+    """Read one loss curve [T] against the ladder ``levels``: dwell, onset and span per rung, rise, end.
+
+    ``flat`` (default ``tol / 100`` nats per step) is the steepest slope that still counts as resting:
+    at that slope the loss would need 100 steps to cross the tolerance band.
+    """
+    steps, loss, levels = _check(steps, loss, levels)
+    if loss.ndim != 1:
+        raise ValueError(f"measure_rungs reads one curve [T]; got shape {tuple(loss.shape)} (use measure_runs)")
+    if not (tol > 0):
+        raise ValueError(f"tol must be positive, got {tol!r}")
+    flat = tol / 100 if flat is None else flat
+    if not (flat > 0):
+        raise ValueError(f"flat must be positive, got {flat!r}")
+    if not bool(torch.isfinite(loss).all()):
+        raise ValueError("the loss curve has NaN or infinite values (the run diverged): there are no rungs to read")
+    width = steps.diff().to(torch.float64)
+    slope = loss.diff().abs() / width
+    onsets = [0] + stair_onsets(steps, loss, levels).tolist()
+    rungs = []
+    for k, level in enumerate(levels):
+        near = (loss - level).abs() <= tol
+        on = near[1:] & near[:-1] & (slope <= flat)
+        runs = _flat_runs(steps, on)
+        span = max(runs, key=lambda r: r[1] - r[0]) if runs else None
+        rungs.append(Rung(k, level, int(width[on].sum()), int(onsets[k]), span))
+    left = (loss < levels[0] - tol).nonzero()
+    rise = 0.0
+    if len(left):
+        after = loss[int(left[0]):]
+        rise = float((after - torch.cummin(after, 0).values).max())
+    final = float(loss[-1])
+    distance = [abs(final - h) for h in levels]
+    nearest = min(range(len(levels)), key=distance.__getitem__)
+    return Rungs(tuple(rungs), rise, final, nearest if distance[nearest] <= tol else None, tol)
+
+
+def measure_runs(steps: Tensor, losses: Tensor, levels: Sequence[float], tol: float = TOL,
+                 flat: float | None = None) -> list[Rungs]:
+    """:func:`measure_rungs` for every curve of ``losses`` [K, T]."""
+    losses = torch.as_tensor(losses)
+    if losses.ndim != 2:
+        raise ValueError(f"losses must be [K, T], got shape {tuple(losses.shape)}")
+    return [measure_rungs(steps, curve, levels, tol, flat) for curve in losses]
