@@ -14,7 +14,7 @@ import time
 
 import torch
 
-from ctxlab.experiments import STAIRCASE_PROFILES, staircase
+from ctxlab.experiments import HEADLINE_TASK, STAIRCASE_PROFILES, staircase
 from ctxlab.models import ensemble_grid, make_model
 from ctxlab.tasks import hierarchy_task
 from ctxlab.train import train
@@ -33,7 +33,7 @@ def main() -> None:
           f"(training alone {result.seconds:.1f} s)")
     if args.sequential:
         sizes = STAIRCASE_PROFILES["quick"]
-        task = hierarchy_task()
+        task = hierarchy_task(block=HEADLINE_TASK["block"], n_values=HEADLINE_TASK["n_values"], mix=HEADLINE_TASK["mix"])
         start = time.perf_counter()
         for g, s in zip(*ensemble_grid((0.5, 1.0, 1.5), (0, 1, 2))):
             model = make_model("mlp", task, d=sizes["d"], hidden=sizes["hidden"], gamma=g, seed=s)

@@ -17,6 +17,7 @@ ORDER_COLORS = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e")
 
 
 SEED_STYLES = ("-", "--", ":", "-.")
+SEED_COLORS = ("#222222", "#1f78b4", "#e6550d", "#31a354")
 
 
 def _seed_style(j: int) -> str:
@@ -72,6 +73,20 @@ def staircase_figure(result) -> Figure:
     axes[0, -1].legend(loc="upper right", fontsize=7, title="line style", title_fontsize=7)
     axes[1, -1].legend(loc="upper right", fontsize=7, title="dotted: chance", title_fontsize=7)
     axes[2, -1].legend(loc="upper left", fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def rung_curves(steps, losses, levels, names, run_labels) -> Figure:
+    """Loss curves [K, T] (one colour per run) against a ladder of named levels, dashed and labelled."""
+    fig, ax = plt.subplots(figsize=(7.6, 3.6))
+    steps = steps.numpy() if hasattr(steps, "numpy") else steps
+    for k, label in enumerate(run_labels):
+        ax.plot(steps, losses[k].numpy(), lw=1.2, color=SEED_COLORS[k % len(SEED_COLORS)], label=label)
+    label_levels(ax, levels, names)
+    ax.set_xlabel("gradient-descent step")
+    ax.set_ylabel("loss (nats)")
+    ax.legend(loc="upper right", fontsize=8)
     fig.tight_layout()
     return fig
 

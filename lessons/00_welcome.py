@@ -33,11 +33,12 @@
 # %% [markdown]
 # ## One experiment, the whole story
 #
-# The next cell trains a small network on a synthetic task (lesson 01 takes it apart). The label
-# depends on one key token with probability 0.4, on the key and one more token with probability 0.3,
-# and on all three tokens with probability 0.3. The model is an embedding table followed by a one-layer
-# MLP (GELU). Plain gradient descent updates it on the exact population. Every weight starts at scale
-# fan_in^(−γ): **γ = 0.5 is the usual "standard" initialization, and γ = 1 or 1.5 is small
+# The next cell trains a small network on a synthetic task (lessons 01 and 03 take it apart). Each
+# sequence has three tokens, each token carries a bit, and the label is a bit too: with probability
+# 0.4 it is the first token's bit, with probability 0.3 the sum (mod 2) of the first two tokens' bits,
+# and with probability 0.3 the sum of all three. The model is an embedding table followed by a
+# one-layer MLP (GELU). Plain gradient descent updates it on the exact population. Every weight starts
+# at scale fan_in^(−γ): **γ = 0.5 is the usual "standard" initialization, and γ = 1 or 1.5 is small
 # initialization.**
 #
 # *Think first:* if the model learned everything at once, what would the loss curve look like? And
@@ -54,55 +55,58 @@ staircase_figure(result)
 plt.show()
 
 # %% [markdown]
-# **Top row:** the loss (black) against gradient-descent steps. The dashed lines are *predicted*
-# before any training: H0 = ln 3 is the loss of a uniform guess. H1, H2 and H3 are the conditional
-# entropies of the label given the first one, two and three tokens. They are the lowest losses
-# that statistics of order 1, 2 and 3 can reach. At small initialization the loss sits on each
-# dashed line in turn. At standard initialization (γ = 0.5) the stairs run together.
+# **Top row:** the loss against gradient-descent steps. The dashed lines are *predicted* before any
+# training: H0 = ln 2 is the loss of a uniform guess. H1, H2 and H3 are the conditional entropies of
+# the label given the first one, two and three tokens: the lowest losses that statistics of order 1,
+# 2 and 3 can reach. At small initialization (γ = 1 and 1.5) the loss rests on each dashed line in
+# turn. At standard initialization (γ = 0.5) it does not rest on H1 at all.
 #
-# **Bottom row:** how closely the *change* in the embedding, E(t) − E(0), lines up with the order-1,
-# order-2 and order-3 signatures. The measure is CKA, 1 = perfect (lesson 02). Order 1 peaks first,
-# while the loss rests near H1, and the higher orders take over later.
+# **Middle row:** which part of the embedding has changed. Each order of statistics names some
+# directions in token space (lesson 01's signatures); the curves show the share of the change
+# E(t) − E(0) that lies in the directions order 1, 2 and 3 add (dotted: what a random embedding
+# would score). Order 1 takes the lead first, while the loss rests on H1, and the higher orders
+# arrive on their own rungs. **Bottom row:** how far the three kinds of token (first, second, third
+# position) have moved: one kind after another.
 #
-# The run measures the same things in numbers. For each stair: the step where the loss first falls
-# below the midpoint between two predicted levels (the *onset*), and the level of the plateau found
-# there.
+# The run measures the same things in numbers, rung by rung (lesson 03 explains the measure): how
+# many steps the loss rests on each predicted level (its *dwell*), the step where it comes down to
+# each level (the *onset*), the most it ever climbs back, and where it ends.
 
 # %%
 print(result.table())
 
 # %% [markdown]
-# Compare the measured plateaus with the predictions, rounded to two decimals:
+# The figure's claims, checked:
 
 # %%
 # NBVAL_CHECK_OUTPUT
-print("predicted:", [round(h, 2) for h in result.levels[1:]])
 for k, gamma in enumerate(result.gammas):
-    measured = [None if s is None else round(s.level, 2) for s in result.stairs[k]]
-    onsets = result.onsets[k].tolist()
-    print(f"gamma {gamma}: measured {measured}, onsets in order: {onsets == sorted(onsets)}")
+    read = result.rungs[k]
+    rests = all(r.dwell >= 100 for r in read.rungs[1:-1])
+    print(f"γ = {gamma:g}: rests ≥ 100 steps on H1 and H2: {rests}; climbs back ≤ 0.01: {read.rise <= 0.01}; "
+          f"ends on H3: {read.ends_on == 3}")
 
 # %% [markdown]
 # Three things to take away, each a later lesson:
-# * **Plateaus sit at conditional entropies** (lessons 01 and 03): a model that has learned order-k
+# * **The rests sit at conditional entropies** (lessons 01 and 03): a model that has learned order-k
 #   statistics, and nothing more, reaches exactly H(Y | the best k tokens).
 # * **Small initialization separates the stairs** (lessons 03–05): tiny weights make the early
 #   gradient a simple function of the order-1 signature. You can derive and check that.
-# * **The embedding follows the signature of the stair it is on** (lessons 02, 06, 07): the
-#   alignment curves peak in order.
+# * **The embedding follows the signature of the rung it is on** (lessons 02, 03, 06): each order's
+#   share of the embedding's change arrives on its own rung.
 
 # %% [markdown]
 # ## Try it yourself
 #
 # The explorer below trains the same kind of model for eight values of γ and three seeds in one
-# batch, on a slightly smaller version of the task (6 tokens per block; about ten seconds on a
-# CPU). After that every control only looks results up. Drag **γ** from 1.5 down to 0.5 and watch
-# the plateaus in the left panel shorten and run together. Scrub **step** (or press play) to watch
-# the embeddings in the right panel split into groups, one stair at a time. Untick orders to
-# compare their alignment curves. *train γ* trains a value that is not on the slider, in the
-# background.
+# batch, on a slightly smaller version of the task (6 tokens per position and a narrower MLP;
+# about ten seconds on a CPU). After that every control only looks results up. Drag **γ** from 1.5
+# down to 0.5 and watch the rests in the left panel shorten and run together. Scrub **step** (or
+# press play) to watch the embeddings in the right panel split into groups, one rung at a time.
+# Untick orders to compare their shares. *train γ* trains a value that is not on the slider, in
+# the background.
 #
-# > **Think.** Before you touch the slider: below which γ do you expect the first plateau to
+# > **Think.** Before you touch the slider: below which γ do you expect the first rest to
 # > vanish? And which tokens (keys, first anchors or second anchors) should move apart first
 # > in the PCA panel?
 
@@ -145,6 +149,6 @@ staircase_explorer()
 # %% [markdown]
 # ## Summary
 # * Small initialization makes embedding learning go **order by order**: order-1 signatures first,
-#   then signatures with more and more context. The loss shows a staircase with plateaus at the
+#   then signatures with more and more context. The loss shows a staircase that rests on the
 #   conditional entropies.
 # * Next, **lesson 01** builds the signatures and the entropy ladder behind the dashed lines.

@@ -3,34 +3,39 @@
 #
 # **Learning goals.** After this lesson you can
 # 1. train an ensemble of Emb-MLPs at three initialization scales γ in one call, and read its loss
-#    curves against the predicted plateaus H(Y | X_S);
-# 2. measure plateau levels and stair onsets from a loss curve, and say why a curve can have
-#    more plateaus than the ladder has rungs;
-# 3. follow the alignment of the embeddings with the order-1, 2 and 3 signatures during training,
-#    with CKA, the subspace fraction and per-role embedding norms;
-# 4. see the stairs in the embeddings themselves (2-D PCA at each plateau), reproducibly over seeds;
-# 5. say how the initialization scale changes the first plateau.
+#    curves against the predicted levels H(Y | X_S);
+# 2. read a loss curve **rung by rung**: how long it rests on each predicted level, when it comes
+#    down to it, whether it ever climbs back, where it ends, and why a slide is not a rest;
+# 3. follow the embeddings order by order with measures that separate the orders (the share of
+#    ‖E − E₀‖² in each order's new directions, and the norm of each token role), against chance;
+# 4. see the rungs in the embeddings themselves (2-D PCA on each rung), in every seed;
+# 5. predict and find the extra sub-rungs of a task with three-valued attributes.
 #
 # **Prerequisites.** Lesson 01 (signatures, the entropy ladder) and lesson 02 (CKA, subspace
-# fraction, baselines, the CKA caveat). Gradient descent and cross-entropy.
+# fraction, chance levels). Gradient descent and cross-entropy.
 #
-# **Run time.** About 40 seconds on a laptop CPU (the one training call below trains 9 models
-# for 4000 steps); a GPU is not needed.
+# **Run time.** About a minute on a laptop CPU (two training calls: 9 models for 4000 steps,
+# then 3 models for 3000 steps); a GPU is not needed.
 
 # %% [markdown]
 # ## What we expect to see
 #
-# Lesson 01 gave the hierarchy task a ladder of conditional entropies,
-# ln 3 = 1.0986 → 0.9503 → 0.8419 → 0.6630: the best losses with statistics of order 0, 1, 2
-# and 3. The staircase claim says that a model trained from **small initialization** does not
-# slide down smoothly: it rests on each of these values in turn, and while it rests its embeddings
-# line up with the signature of that order. With the standard initialization the picture should blur.
+# Lesson 01's hierarchy task has a key x1 and two anchors x2, x3; the label is the sum of the first
+# k token attributes, where k = 1, 2, 3 with probabilities 0.4, 0.3, 0.3. Lesson 01 used attributes
+# in {0, 1, 2}. The **headline task of the course uses binary attributes** (8 tokens per position,
+# labels in {0, 1}): then each order adds exactly one new thing to learn, and so, if the staircase
+# claim holds, exactly one rung. (We come back to three-valued attributes at the end: they add
+# rungs of their own, and we will predict where.)
+#
+# The staircase claim says that a model trained from **small initialization** does not slide down
+# smoothly: it rests on H(Y), H(Y | x1), H(Y | x1, x2) and H(Y | x1, x2, x3) in turn, and while it
+# rests, its embeddings carry the structure of that order and nothing more.
 #
 # The model is an **Emb-MLP**: each of the 3 tokens is embedded (d = 32), the three vectors are
-# concatenated and fed to one GELU hidden layer (128 units) and a linear read-out to the 3
-# labels. No biases. Every weight matrix starts as N(0, fan_in^(−2γ)): γ = 0.5 is the usual
-# scale, γ = 1 and 1.5 are small. Training is plain full-batch gradient descent, learning rate 1,
-# on the exact population of 729 sequences: the discretised gradient flow the theory describes.
+# concatenated and fed to one GELU hidden layer (128 units) and a linear read-out to the labels. No
+# biases. Every weight matrix starts as N(0, fan_in^(−2γ)): γ = 0.5 is the usual scale, γ = 1 and
+# 1.5 are small. Training is plain full-batch gradient descent, learning rate 1, on the exact
+# population of 512 sequences: the discretised gradient flow the theory describes.
 #
 # > **Think.** Before training: at γ = 1.5 every weight is about 32^(−1.5) ≈ 0.006. What loss does
 # > the model have at step 0? What do you expect the gradient to look like?
@@ -40,30 +45,22 @@ import matplotlib.pyplot as plt
 import torch
 
 from ctxlab import align, plots
-from ctxlab.experiments import staircase
-from ctxlab.signatures import conditional_entropy, label_signature
+from ctxlab.experiments import level_names, staircase
+from ctxlab.rungs import measure_runs
+from ctxlab.signatures import conditional_entropy
 from ctxlab.tasks import Dataset, hierarchy_task
 
-task = hierarchy_task()
-data = task.population
-
-# %% [markdown]
-# ## One call: 9 models, 3 scales × 3 seeds
-#
-# `staircase(...)` builds the 9 models as one batched ensemble, trains them together, and measures
-# each run: the stair onsets, every plateau found, the plateau matched to each predicted level,
-# and CKA(E − E₀, ΔSᵏ) for k = 1, 2, 3 at every recorded step (every 5 steps).
-
-# %%
 result = staircase(gammas=(0.5, 1.0, 1.5), seeds=(0, 1, 2))
-traj = result.trajectory
-print(result.table())
+task, traj = result.task, result.trajectory
+for name, level in zip(level_names(task), result.levels):
+    print(f"{name:<20} = {level:.4f}")
 
 # %% [markdown]
-# The table has one row per run: for each stair k, its **onset** (the first step where the loss
-# falls below the midpoint (H_{k−1} + H_k)/2) and the **measured plateau loss** matched to H_k
-# (the row `pred` holds the predictions). Now the picture: loss on top with the predicted plateaus
-# dashed, CKA with the three incremental signatures below, one column per γ, all seeds overlaid.
+# `staircase(...)` built the 9 models (3 scales × 3 seeds) as one batched ensemble, trained them
+# together and recorded every 5 steps. The four lines above are the predicted levels, computed from
+# the task before any training. Now the picture: one column per γ, the three seeds as three line
+# styles. Top: the loss, with the predicted levels dashed. Middle and bottom: two views of the
+# embeddings that we explain below.
 
 # %%
 fig = plots.staircase_figure(result)
@@ -72,203 +69,215 @@ plt.show()
 # %% [markdown]
 # Read the top row first.
 #
-# * **γ = 0.5** (standard): the loss leaves ln 3 at once, touches H1 only briefly and slides to
-#   H2 and towards H3; the stairs are there but short and blurred.
-# * **γ = 1**: a long rest at ln 3, then three clear treads at H1, H2 and H3.
-# * **γ = 1.5**: the rest at ln 3 lasts well over a thousand steps; then H1 (after a short extra
-#   level near 1.01), while the later stairs are squeezed into the remaining steps and are less
-#   clean within 4000 steps.
+# * **γ = 1**: the loss rests at H(Y) = ln 2, drops to H1 and rests there, drops to H2 and rests,
+#   then drops to H3 and stays. The three seeds make the same staircase, a little shifted in time.
+# * **γ = 1.5**: the same rungs, later: the rest at ln 2 lasts over a thousand steps.
+# * **γ = 0.5** (standard): the loss leaves ln 2 at once and passes H1 without resting; it slows
+#   near H2 in some seeds, and it reaches H3 first.
 #
-# The short spikes are overshoots of gradient descent at learning rate 1; the loss recovers within
-# a few steps and they do not affect the plateaus.
+# ## Reading a curve rung by rung
 #
-# Are the treads where the theory says? Here is each run at γ = 1, measured vs predicted:
+# "It rests on H1" is a claim about the picture; `ctxlab.rungs.measure_rungs` turns it into numbers
+# a reader would agree with. For every predicted level H_k it measures
+#
+# * the **dwell**: the number of steps the loss spends within 0.01 nats of H_k *while flat* (moving
+#   by less than 10⁻⁴ nats per step, so that it would take 100 steps to cross the band). A curve
+#   that slides through a level without stopping, or rests at some other level nearby, gets no dwell;
+# * the **onset**: the first step at which the loss is below the midpoint (H_{k−1} + H_k)/2;
+#
+# and for the whole curve the largest **rise** after leaving H0 (how far it ever climbs back above
+# the lowest loss so far) and the level it **ends on** (within 0.01). The table has one row per run:
+
+# %%
+print(result.table())
+
+# %% [markdown]
+# The claims of the figure, checked run by run:
 
 # %%
 # NBVAL_CHECK_OUTPUT
-at_1 = [k for k, g in enumerate(result.gammas) if g == 1.0]
-predicted = result.levels[1:]
-for k in at_1:
-    measured = [None if s is None else round(s.level, 2) for s in result.stairs[k]]
-    print(f"γ = 1, seed {result.seeds[k]}: measured {measured}  predicted {[round(h, 2) for h in predicted]}")
-close = all(s is not None and abs(s.level - h) < 0.02 for k in at_1 for s, h in zip(result.stairs[k], predicted))
-print(f"each measured plateau within 0.02 nats of its predicted entropy at γ = 1: {close}")
-in_order = [bool((result.onsets[k] > 0).all() and (result.onsets[k].diff() > 0).all()) for k in range(len(result.gammas))]
-print(f"onsets in order: {all(in_order[k] for k in at_1)} (γ = 1, all seeds); {all(in_order)} (all 9 runs)")
+small, standard = result.runs_at(1.0), result.runs_at(0.5)
+reads = result.rungs
+inner = range(1, len(result.levels) - 1)  # the intermediate rungs H1, H2
+print("γ = 1, every seed rests ≥ 100 steps on every intermediate rung:",
+      all(reads[k].rungs[o].dwell >= 100 for k in small for o in inner))
+print("γ = 1, no seed ever climbs back by more than 0.01 nats:", all(reads[k].rise <= 0.01 for k in small))
+print("γ = 1, every seed ends within 0.01 of the last level:", all(reads[k].ends_on == len(result.levels) - 1 for k in small))
+print("γ = 1, onsets in order in every seed:",
+      all(0 < a < b for k in small for a, b in zip(reads[k].onsets()[1:], reads[k].onsets()[2:])))
+shortest_small = min(reads[k].rungs[1].dwell for k in small)
+print("γ = 0.5, the H1 dwell is at most a fifth of the shortest at γ = 1, in every seed:",
+      all(5 * reads[k].rungs[1].dwell <= shortest_small for k in standard))
 
 # %% [markdown]
-# Every tread at γ = 1 sits within 0.02 nats of its conditional entropy, and in every run the
-# stairs come in the order 1, 2, 3. The largest gap is on the last stair, where the loss creeps
-# down over several short flat stretches and has not quite settled on H3 after 4000 steps.
-
-# %% [markdown]
-# ## More plateaus than rungs
+# So at γ = 1 the loss sits on each dashed line in turn, for hundreds of steps, never climbs back,
+# and ends on the last one; at the standard scale the first rung all but disappears.
 #
-# `find_plateaus` reports every stretch where the loss moves by less than 3·10⁻⁴ nats per step
-# for at least 30 steps. For one run at γ = 1 that gives more plateaus than the ladder has levels:
-
-# %%
-first = at_1[0]
-for p in result.plateaus[first]:
-    print(f"steps {p.start:>4}–{p.stop:<4} ({p.length:>4} steps) at loss {p.level:.4f}")
-
-# %% [markdown]
-# Between H1 and H2 there is an extra tread near 0.90. It has an explanation: the first anchor
-# can shift the answer (attribute 1 or 2) or not (attribute 0). Knowing *whether* it shifts is
-# easier than knowing *by how much*, and a model that knows the key plus only that bit of the
-# anchor reaches H(Y | X1, [attribute(X2) = 0]). Compute it by replacing each first anchor with
-# one of two tokens, "shifts" or "does not":
+# Why the flatness condition? Without it, a slide that passes a level slowly would count as a rest.
+# Count the steps within 0.01 nats of H1 *without* asking for flatness, at γ = 0.5:
 
 # %%
 # NBVAL_CHECK_OUTPUT
-attribute = task.info["attribute"]
-x = data.x.clone()
-x[:, 1] = torch.where(attribute[x[:, 1]] == 0, 9, 10)  # anchor1 -> "no shift" (a10) or "shift" (a11)
-coarse = Dataset(x, data.y, data.vocab_size, data.n_labels, data.weights)
-h_half = conditional_entropy(coarse, (0, 1))
-print(f"H(Y | X1, [attribute(X2) = 0]) = {h_half:.2f}, between H1 = {result.levels[1]:.2f} and H2 = {result.levels[2]:.2f}")
-
-# %%
-for k in at_1:
-    near = min(result.plateaus[k], key=lambda p: abs(p.level - h_half))
-    print(f"seed {result.seeds[k]}: sub-level plateau at {near.level:.4f}, steps {near.start}–{near.stop}")
-H0, H1, H2 = result.levels[:3]
-print(f"band of H1: from {(H1 + H2) / 2:.3f} up to {(H0 + H1) / 2:.3f}")
+loose = measure_runs(traj.steps, traj.loss[standard], result.levels, flat=1.0)  # any slope counts
+print("γ = 0.5: some run spends ≥ 15 steps near H1 while passing it:",
+      any(r.rungs[1].dwell >= 15 for r in loose),
+      "| of which it rests:", max(reads[k].rungs[1].dwell for k in standard), "steps")
 
 # %% [markdown]
-# Every seed rests there, for hundreds of steps: a half-stair of order "1.5". At γ = 1.5 the table
-# of plateaus shows yet another short level near 1.01, before H1. So a tread cannot be assigned
-# to a rung by its position in the list. `match_plateaus` assigns by **bands**: the band of H_k
-# runs from the midpoint with H_{k−1} down to the midpoint with H_{k+1}, and within its band the
-# plateau nearest H_k wins. A sub-level such as 0.906 lies in H1's band (0.896 to 1.024) but
-# 0.947 is nearer to H1, so it is not mistaken for H1 or for H2. Exercise 1 asks you to
-# implement this matching.
-
-# %% [markdown]
-# ## Alignment over training
+# ## The embeddings, order by order
 #
-# > **Think.** Lesson 02 showed that CKA with ΔS² is high (≈ 0.69) for an embedding that knows only
-# > order 1. What should CKA(E − E₀, ΔS²) do during the H1 plateau, then? What would show the
-# > second stair more clearly?
+# > **Think.** Lesson 02 showed that CKA with ΔS² is high (≈ 0.69 in its example) for an embedding
+# > that knows only order 1. What would show the second rung more clearly?
 #
-# Three views of the γ = 1 runs, the three seeds overlaid, stair onsets dotted:
-# CKA of the *displacement* E − E₀ with each incremental signature; the share of ‖E − E₀‖² in the
-# span of ΔS¹ with its chance level rank/(V − 1); and the mean embedding norm of each token role
-# (keys, first anchors, second anchors).
-
-# %%
-runs = traj.select(at_1)
-sig1 = label_signature(data, 1, "incremental")
-share = align.align_trajectory(runs, [sig1], "subspace", relative_to_init=True)[sig1.name]
-chance = align.signature_rank(sig1) / (data.vocab_size - 1)
-norms = align.role_norms(runs, task.roles)
-cka = {name: curves[at_1] for name, curves in result.alignment.items()}
-fig = plots.alignment_panels(traj.steps, cka, share, chance, norms, onsets=result.onsets[at_1])
-plt.show()
-
-# %% [markdown]
-# * **CKA** (left): on the first plateau CKA with ΔS¹ is ≈ 1, and the other orders sit at the
-#   level lesson 02 predicted for an order-1 embedding. Each stair then hands the lead to the next
-#   order.
-# * **Subspace fraction** (middle): during the H1 plateau practically all of the displacement lies
-#   in the 2-dimensional span of ΔS¹, where chance is 2/26; it falls when the anchors start to move.
-# * **Role norms** (right): keys grow first, first anchors at the second stair, second anchors at
-#   the third: the order of the stairs, token by token.
+# Lesson 01's incremental signatures ΔS¹, ΔS², ΔS³ give each token a row. Their spans in token space
+# grow order by order: ΔS¹ points along the keys' attribute; ΔS² adds one direction, the first
+# anchors' attribute; ΔS³ adds the second anchors'. The **middle row** of the figure shows the share
+# of the displacement ‖E − E₀‖² that lies in each order's *new* directions (`align.order_shares`).
+# An embedding that knows only order 1 has share 1 at order 1 and 0 elsewhere; a random one has
+# share dim/(V − 1) in each (dotted lines). The **bottom row** shows the mean ‖E − E₀‖ of each token
+# role: keys carry order 1, first anchors order 2, second anchors order 3.
 #
-# In numbers, at the middle of each matched plateau of each run:
+# On each rung of every γ = 1 run, which order has the largest share, and do the roles start moving
+# in order (the step at which a role has covered half of its final norm)?
 
 # %%
 # NBVAL_CHECK_OUTPUT
-names = list(result.alignment)
-for j, k in enumerate(at_1):
-    middles = [traj.index(align.middle_step(s)) for s in result.stairs[k]]
-    best = [1 + int(torch.stack([result.alignment[n][k, i] for n in names]).argmax()) for i in middles]
-    shares = [round(float(share[j, i]), 2) for i in middles]
-    print(f"seed {result.seeds[k]}: best-aligned order on plateaus H1, H2, H3: {best}; share in span(ΔS¹): {shares}")
-role_onsets = {role: align.onset_step(traj.steps, curve) for role, curve in norms.items()}
-ordered = bool(((role_onsets["key"] < role_onsets["anchor1"]) & (role_onsets["anchor1"] < role_onsets["anchor2"])).all())
-print(f"role norms grow in the order keys -> anchor1 -> anchor2 in every seed: {ordered}")
+for k in small:
+    middles = [traj.index(r.middle) for r in reads[k].rungs[1:]]
+    leading = [1 + int(result.shares[k, i].argmax()) for i in middles]
+    print(f"seed {result.seeds[k]}: order with the largest share on rungs H1, H2, H3: {leading}")
+role_onsets = {role: align.onset_step(traj.steps, curve[small]) for role, curve in result.norms.items()}
+print("roles start moving in the order key -> anchor1 -> anchor2 in every seed:",
+      bool(((role_onsets["key"] < role_onsets["anchor1"]) & (role_onsets["anchor1"] < role_onsets["anchor2"])).all()))
+on_h1 = [traj.index(reads[k].rungs[1].middle) for k in small]
+print("on H1, order 1 holds > 0.9 of the displacement in every seed (chance "
+      f"{result.chance[0]:.2f}):", all(float(result.shares[k, i, 0]) > 0.9 for k, i in zip(small, on_h1)))
 
 # %% [markdown]
-# On each plateau the best-aligned signature is the one of that order, in every seed, and the
-# share of the displacement in span(ΔS¹) is near 1 on the first plateau and falls with each stair.
-# (The role-norm onset here is the step where a role's mean norm has covered half its way from
-# start to end.)
-
-# %% [markdown]
-# ## The embeddings at each plateau
+# While the loss rests on H_k, the order with the largest share is order k, and the token roles
+# start to move one rung after another. On H1 practically all the displacement lies in the single
+# direction of ΔS¹. Later shares do not return to 1: the final embedding holds all three orders at
+# once (and some directions that no signature names), but each order *arrives* on its own rung.
 #
-# Finally look at the embeddings themselves. For one run at γ = 1 take the step in the middle of
-# each matched plateau and project E − E₀ onto its two leading principal axes. Colour is the token
-# role, the marker shape its attribute.
-#
-# > **Think.** On the H1 plateau, how many clusters should the keys form? Where should the anchors be?
+# Compare with CKA, lesson 02's standard metric, which barely separates the orders here:
 
 # %%
-roles, attributes = task.roles, attribute.tolist()
-titles = [f"plateau H{o} ≈ {h:.3f}" for o, h in enumerate(predicted, start=1)]
+# NBVAL_CHECK_OUTPUT
+from ctxlab.signatures import label_signature
+
+signatures = [label_signature(task.population, o, "incremental") for o in (1, 2, 3)]
+moved = traj.embeddings[small] - traj.embeddings[small, :1]
+i1 = on_h1[0]
+cka_h1 = [float(align.cka(moved[0, i1], s)) for s in signatures]
+print("seed 0 on H1: CKA with ΔS² is above 0.5 although order 2 has not been learned:", cka_h1[1] > 0.5,
+      "| its order-2 share is below 0.05:", float(result.shares[small[0], i1, 1]) < 0.05)
+
+# %% [markdown]
+# CKA compares Gram matrices, and ΔS²'s token Gram matrix shares the keys' block with ΔS¹'s; the
+# order shares ask instead *which directions* the embedding occupies, which is what the orders differ in.
+
+# %% [markdown]
+# ## The embeddings on each rung
+#
+# For one run at γ = 1 take the step in the middle of the longest rest on each rung and project
+# E − E₀ onto its two leading principal axes. Colour is the token role, the marker its attribute.
+#
+# > **Think.** On the H1 rung, how many clusters should the keys form? Where should the anchors be?
+
+# %%
+roles, attributes = task.roles, task.info["attribute"].tolist()
+titles = [f"on {name} ≈ {h:.3f}" for name, h in zip(level_names(task)[1:], result.levels[1:])]
 
 
-def plateau_pca(k: int) -> torch.Tensor:
-    """2-D PCA of E - E0 at the middle of each matched plateau of run k: [plateaus, V, 2]."""
-    steps = [traj.index(align.middle_step(s)) for s in result.stairs[k]]
+def rung_pca(k: int) -> torch.Tensor:
+    """2-D PCA of E - E0 in the middle of run k's rest on each rung H1, H2, H3: [rungs, V, 2]."""
+    steps = [traj.index(r.middle) for r in reads[k].rungs[1:]]
     return torch.stack([align.pca_2d(traj.embeddings[k, i] - traj.embeddings[k, 0]) for i in steps])
 
 
-fig = plots.embedding_pca_grid(plateau_pca(first)[None], roles, attributes,
-                               [f"γ = 1, seed {result.seeds[first]}"], titles)
+fig = plots.embedding_pca_grid(torch.stack([rung_pca(k) for k in small]), roles, attributes,
+                               [f"seed {result.seeds[k]}" for k in small], titles)
 plt.show()
 
 # %% [markdown]
-# On the H1 plateau the keys form three tight clusters, one per attribute, at the corners of a
-# triangle, and all anchors sit at the origin: exactly the geometry of ΔS¹ (lesson 01). On the
-# H2 plateau the first anchors have split into their three attributes too; on H3 the second
-# anchors have joined. The same for all three seeds:
-
-# %%
-fig = plots.embedding_pca_grid(torch.stack([plateau_pca(k) for k in at_1]), roles, attributes,
-                               [f"seed {result.seeds[k]}" for k in at_1], titles)
-plt.show()
+# On the H1 rung the keys form two tight clusters, one per attribute, and all anchors sit at the
+# origin: the geometry of ΔS¹ (lesson 01). On H2 the first anchors have split by attribute too; on
+# H3 the second anchors have joined. The axes differ from seed to seed (the embedding basis is
+# arbitrary, lesson 02) but the clusters on each rung are the same in all three seeds.
 
 # %% [markdown]
-# The axes differ from seed to seed (the embedding basis is arbitrary, as lesson 02 stressed) but
-# the cluster structure at each plateau is the same.
-
-# %% [markdown]
-# ## How γ sets the first plateau
+# ## How γ sets the first rest
 #
-# At small init the model first rests at ln 3, learning nothing visible, before the first stair.
-# Its length is the onset of stair 1. Per γ, averaged over seeds:
+# At small init the model first rests at ln 2, learning nothing visible. Its dwell there, per γ,
+# averaged over seeds:
 
 # %%
 gammas = sorted(set(result.gammas))
-first_plateau = {g: float(result.onsets[[k for k, gk in enumerate(result.gammas) if gk == g], 0].float().mean()) for g in gammas}
-for g, steps in first_plateau.items():
-    print(f"γ = {g:g}: the loss stays above the first midpoint for {steps:.0f} steps")
+first_rest = {g: sum(reads[k].rungs[0].dwell for k in result.runs_at(g)) / len(result.runs_at(g)) for g in gammas}
+for g, steps in first_rest.items():
+    print(f"γ = {g:g}: rests on H0 for {steps:.0f} steps on average")
 
 # %%
 # NBVAL_CHECK_OUTPUT
-print(f"longest first plateau: γ = {max(first_plateau, key=first_plateau.get):g}; "
-      f"grows with γ: {all(first_plateau[a] < first_plateau[b] for a, b in zip(gammas, gammas[1:]))}")
+print("the rest on H0 grows with γ, by more than a factor 5 at each step of 0.5:",
+      all(5 * first_rest[a] < first_rest[b] for a, b in zip(gammas, gammas[1:])))
 
 # %% [markdown]
 # Smaller initialization means a longer wait: the gradient at the start is a product of several
 # small weights, so escaping the starting point takes longer (lesson 05 makes this quantitative).
-# The later plateaus do not follow so simple a rule, since each starts from wherever the previous
-# stair left the weights.
+
+# %% [markdown]
+# ## Three-valued attributes: rungs between the rungs
+#
+# Now lesson 01's version, attributes in {0, 1, 2}. An order-2 rule over Z_3 has two non-trivial
+# directions, and they need not be learned at the same time. The first anchor either shifts the
+# answer (attribute 1 or 2) or does not (attribute 0). Knowing *whether* it shifts is easier than
+# knowing *by how much*, and a model that knows the key plus only that bit reaches
+# H(Y | x1, [attribute(x2) = 0]). **Predict** it, by merging the first anchors into two tokens,
+# "shifts" or "does not":
+
+# %%
+z3 = hierarchy_task()  # block 9, attributes in {0, 1, 2}
+pop = z3.population
+x = pop.x.clone()
+x[:, 1] = torch.where(z3.info["attribute"][x[:, 1]] == 0, 9, 10)  # anchor1 -> "no shift" or "shift"
+h_whether = conditional_entropy(Dataset(x, pop.y, pop.vocab_size, pop.n_labels, pop.weights), (0, 1))
+z3_levels = [conditional_entropy(pop, tuple(range(k))) for k in range(4)]
+print(f"predicted sub-rung H(Y | x1, [attribute(x2) = 0]) = {h_whether:.4f}, "
+      f"between H1 = {z3_levels[1]:.4f} and H2 = {z3_levels[2]:.4f}")
+
+# %% [markdown]
+# Train three seeds at γ = 1 on it and read each curve against the ladder with the sub-rung added:
+
+# %%
+z3_run = staircase(gammas=(1.0,), seeds=(0, 1, 2), steps=3000, values=3, block=9)
+ladder = [*z3_levels[:2], h_whether, *z3_levels[2:]]
+z3_reads = measure_runs(z3_run.trajectory.steps, z3_run.trajectory.loss, ladder)
+fig = plots.rung_curves(z3_run.trajectory.steps, z3_run.trajectory.loss, ladder,
+                        ["H(Y)", "H(Y | x1)", "whether x2 shifts", "H(Y | x1, x2)", "H(Y | x1, x2, x3)"],
+                        [f"seed {s}" for s in z3_run.seeds])
+plt.show()
+
+# %%
+# NBVAL_CHECK_OUTPUT
+print("every seed rests ≥ 100 steps on the predicted sub-rung:", all(r.rungs[2].dwell >= 100 for r in z3_reads))
+print("and longer there than on H(Y | x1, x2):", all(r.rungs[2].dwell > r.rungs[3].dwell for r in z3_reads))
+
+# %% [markdown]
+# The longest rest between H1 and H2 is the predicted sub-rung, not H2, and H2 itself is passed
+# more quickly. With three-valued attributes each order brings two rungs (whether, then which), so
+# a figure of this task needs the sub-rungs drawn and named, or its rests are misread. This is why
+# the headline task uses binary attributes.
 
 # %% [markdown]
 # ## Explore
 #
 # The staircase explorer below lets you move through training step by step and across γ, and
-# watch the loss, the alignment and the embeddings together.
-
-# %% [markdown]
-# It explores `result`, the nine runs trained above, so it needs no training of its own.
+# watch the loss, the order shares and the embeddings together. It explores `result`, the nine
+# runs trained above, so it needs no training of its own.
 #
-# > **Think.** Pick γ = 1 and scrub to the end of the first plateau. Which order's alignment
-# > curve is highest there, and which group of tokens has already split apart in the PCA panel?
-# > Now do the same at γ = 0.5.
+# > **Think.** Pick γ = 1 and scrub to the middle of the H1 rung. Which order's share is highest,
+# > and which group of tokens has split apart in the PCA panel? Now do the same at γ = 0.5.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -283,24 +292,25 @@ staircase_explorer(result=result)
 # > context-free (order-1) token→label signature, then with signatures of more and more context
 # > tokens.
 # >
-# > *This course's reconstruction*: the hierarchy task, the Emb-MLP with GELU and no biases, the
-# > settings (d = 32, 128 hidden units, plain gradient descent at learning rate 1, 4000 steps), the
-# > prediction that the plateaus sit at H(Y | X_S), the onset and plateau-matching rules, the
-# > sub-level at H(Y | X1, [attribute(X2) = 0]), and the choice of metrics are ours. The
-# > numbers above are measured in this notebook, not taken from the paper.
+# > *This course's reconstruction*: the hierarchy task with binary attributes, the Emb-MLP with
+# > GELU and no biases, the settings (d = 32, 128 hidden units, plain gradient descent at learning
+# > rate 1, 4000 steps), the prediction that the rests sit at H(Y | X_S), the rung-by-rung reading
+# > (dwell, onset, rise, end), the order shares, the sub-rung H(Y | x1, [attribute(x2) = 0]) of the
+# > three-valued task, and the choice of metrics are ours. The numbers above are measured in this
+# > notebook, not taken from the paper.
 
 # %% [markdown]
 # ## Summary
 #
-# * From small init (γ = 1) the loss of the Emb-MLP rests on H1, H2 and H3 in turn, each within
-#   0.02 nats of the conditional entropy; the onsets come in order in every seed.
-# * The curve also has sub-levels (e.g. H(Y | X1, [attribute(X2) = 0]) ≈ 0.906), so plateaus are
-#   matched to rungs by bands, not by their position in the list.
-# * While the loss rests on H_k, the embedding displacement aligns best with ΔS^k; keys, first
-#   anchors and second anchors start to move one stair after another.
-# * At each plateau the embeddings show the cluster structure of that order's signature, in every seed.
-# * The first plateau grows quickly with γ; at the standard γ = 0.5 it all but disappears.
+# * From small init (γ = 1) the Emb-MLP rests on H1 and H2 for at least 100 steps in every seed,
+#   never climbs back, and ends on H3; at the standard γ = 0.5 the first rung all but disappears.
+# * A rest is measured as time within 0.01 nats of a predicted level *while flat*, so a slide or an
+#   unpredicted level is never credited to a rung.
+# * While the loss rests on H_k, order k holds the largest share of the embedding's displacement,
+#   and keys, first anchors and second anchors start to move one rung after another; CKA barely
+#   separates the orders.
+# * Three-valued attributes add predictable sub-rungs ("whether" before "which").
 #
-# **Next.** Open `exercises/03_staircase.ipynb`: read plateau values off a loss curve and match
-# them to the ladder, detect stair onsets, and find the γ with the longest first plateau. Lesson 04
-# derives why the embeddings move the way they do at the start.
+# **Next.** Open `exercises/03_staircase.ipynb`: read rungs off loss curves, and build the model and
+# its gradient-descent loop yourself. Lesson 04 derives why the embeddings move the way they do at
+# the start.

@@ -39,10 +39,11 @@ import math
 import matplotlib.pyplot as plt
 import torch
 
-from ctxlab import align, plots
+from ctxlab import plots
 from ctxlab.env import profile
 from ctxlab.experiments import phase_map, phase_map_one_by_one
 from ctxlab.models import make_model
+from ctxlab.rungs import measure_runs, stair_onsets
 from ctxlab.tasks import hierarchy_task
 from ctxlab.theory import plateau_levels
 from ctxlab.train import relative_gradient_rates, train
@@ -57,9 +58,8 @@ print(f"V = {task.vocab_size}, {len(data.x)} sequences; ladder " + " → ".join(
 
 # %%
 def rest_at_ln3(traj) -> list[int]:
-    """Per run: length of the plateau matched to H_0 = ln 3 (0 if the loss never rested there)."""
-    rests = [align.match_plateaus(align.find_plateaus(traj.steps, loss), levels)[0] for loss in traj.loss]
-    return [0 if p is None else p.length for p in rests]
+    """Per run: steps the loss rests on H_0 = ln 3 (its dwell there, lesson 03; 0 if it never rested)."""
+    return [read.rungs[0].dwell for read in measure_runs(traj.steps, traj.loss, levels)]
 
 
 def draw_losses(ax, traj, labels, title):
@@ -101,10 +101,12 @@ plt.show()
 # 0.90 sub-level. Measured:
 
 # %%
-# NBVAL_CHECK_OUTPUT
 for name, traj in (("GD", gd), ("Adam", adam)):
-    onsets = align.stair_onsets(traj.steps, traj.loss, levels)
+    onsets = stair_onsets(traj.steps, traj.loss, levels)
     print(f"{name:>4}: rest at ln 3 = {rest_at_ln3(traj)} steps; onsets of stairs 1, 2 = {onsets[:, :2].tolist()}")
+
+# %%
+# NBVAL_CHECK_OUTPUT
 gd_rests, adam_rests = rest_at_ln3(gd), rest_at_ln3(adam)
 print(f"GD rests ≥ 50 steps at ln 3 in every seed: {min(gd_rests) >= 50}; Adam never rests there: {max(adam_rests) == 0}")
 
@@ -170,7 +172,7 @@ waits = {}
 for ln in (False, True):
     model = make_model("mlp", task, gamma=gammas, seed=0, layernorm=ln, **SIZE)
     traj = train(model, data, STEPS, lr=1.0, record_every=5, progress=False)
-    waits[ln] = align.stair_onsets(traj.steps, traj.loss, levels)[:, 0].tolist()
+    waits[ln] = stair_onsets(traj.steps, traj.loss, levels)[:, 0].tolist()
 
 fig, ax = plt.subplots(figsize=(5, 3.4))
 for ln, marker in ((False, "o"), (True, "s")):
@@ -223,7 +225,7 @@ plt.show()
 # %%
 # NBVAL_CHECK_OUTPUT
 for lam, traj in zip(decays, decay_runs):
-    onsets = align.stair_onsets(traj.steps, traj.loss, levels)[0].tolist()
+    onsets = stair_onsets(traj.steps, traj.loss, levels)[0].tolist()
     print(f"λ = {lam:<6g} onsets {onsets}  final loss {float(traj.loss[0, -1]):.2f}  final ‖E‖ {float(traj.embeddings[0, -1].norm()):.2f}")
 
 # %% [markdown]

@@ -1,17 +1,13 @@
-"""Helpers added for lessons 02-03: plateau middles, 2-D PCA of embeddings, the noise sweep."""
+"""Helpers added for lessons 02-03: 2-D PCA of embeddings, the noise sweep."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from ctxlab.align import Plateau, cka, middle_step, noise_sweep, pca_2d, subspace_fraction
+from ctxlab.align import cka, noise_sweep, pca_2d, subspace_fraction
 from ctxlab.signatures import label_signature
 from ctxlab.tasks import hierarchy_task
-
-
-def test_middle_step_is_halfway():
-    assert middle_step(Plateau(100, 301, 0.9)) == 200
 
 
 def test_pca_2d_keeps_the_leading_structure_and_is_sign_stable():

@@ -1,4 +1,4 @@
-"""Staircase explorer: loss, alignment per order and embedding PCA over a cached (γ × seed) sweep.
+"""Staircase explorer: loss, order shares and embedding PCA over a cached (γ × seed) sweep.
 
 One batched ensemble run per (task, optimizer) does all the training; the sliders only index
 the result and redraw. A γ off the grid trains in a background thread (three small models).
@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 import torch
 from matplotlib.figure import Figure
 
-from ctxlab.align import align_trajectory
+from ctxlab.align import order_shares
 from ctxlab.env import profile as current_profile
 from ctxlab.models import ensemble_grid, make_model
 from ctxlab.signatures import label_signature
@@ -26,10 +26,10 @@ from ctxlab.widgets._common import BackgroundJob, Blitter, Dashboard, ResultCach
 OPTIMIZER_LR = {"gd": 1.0, "adam": 0.001}
 
 # quick: 8 γ x 3 seeds build in seconds on 2 CPU cores (a smaller vocabulary and a narrower MLP
-# than the lesson's headline run keep the same three stairs); full: the headline sizes.
+# than the lesson's headline run keep the same three rungs); full: the headline sizes.
 PROFILE_SETTINGS = {
-    "quick": {"task_args": (("block", 6),), "steps": 2000, "d": 16, "hidden": 32, "record_every": 20},
-    "full": {"task_args": (("block", 9),), "steps": 4000, "d": 32, "hidden": 128, "record_every": 10},
+    "quick": {"task_args": (("block", 6), ("n_values", 2)), "steps": 2000, "d": 16, "hidden": 32, "record_every": 20},
+    "full": {"task_args": (("block", 8), ("n_values", 2)), "steps": 4000, "d": 32, "hidden": 128, "record_every": 10},
 }
 GAMMA_GRID = (0.5, 0.625, 0.75, 0.875, 1.0, 1.125, 1.25, 1.5)
 ROLE_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
@@ -40,7 +40,7 @@ class SweepSettings:
     """Everything that determines a sweep; hashable, so it is the cache key."""
 
     task: str = "hierarchy"
-    task_args: tuple[tuple[str, object], ...] = (("block", 6),)
+    task_args: tuple[tuple[str, object], ...] = (("block", 6), ("n_values", 2))
     gammas: tuple[float, ...] = GAMMA_GRID
     seeds: tuple[int, ...] = (0, 1, 2)
     optimizer: str = "gd"
@@ -62,7 +62,8 @@ def sweep_settings(optimizer: str = "gd", profile: str | None = None, **override
 @dataclass
 class StaircaseSweep:
     """A trained (γ × seed) grid. loss [G, S, T]; embeddings [G, S, T, V, d]; alignment [G, S, O, T]
-    = CKA(E(t) - E(0), incremental order-o label signature) for o = 1..O."""
+    = the share of ||E(t) - E(0)||^2 in the directions order o adds (:func:`ctxlab.align.order_shares`),
+    o = 1..O, whose chance levels are ``chance`` [O]."""
 
     settings: SweepSettings
     steps: torch.Tensor
@@ -70,6 +71,7 @@ class StaircaseSweep:
     embeddings: torch.Tensor
     alignment: torch.Tensor
     levels: list[float]
+    chance: list[float]
     token_names: tuple[str, ...]
     roles: tuple[str, ...]
     seconds: float
@@ -104,15 +106,16 @@ def compute_sweep(settings: SweepSettings, report: Callable[[float], None] | Non
                  record_every=settings.record_every, probes=probes, device="cpu", progress=progress,
                  desc="staircase sweep")
     signatures = [label_signature(task.population, k, "incremental") for k in range(1, task.seq_len + 1)]
-    aligned = align_trajectory(traj, signatures, "cka", relative_to_init=True)
+    shares, chance = order_shares(traj.embeddings - traj.embeddings[:, :1], signatures)
     G, S, T = len(settings.gammas), len(settings.seeds), len(traj.steps)
     return StaircaseSweep(
         settings=settings,
         steps=traj.steps,
         loss=traj.loss.reshape(G, S, T),
         embeddings=traj.embeddings.reshape(G, S, T, *traj.embeddings.shape[2:]),
-        alignment=torch.stack(list(aligned.values()), dim=1).reshape(G, S, len(aligned), T),
+        alignment=shares.transpose(1, 2).float().reshape(G, S, len(signatures), T),
         levels=task.plateau_levels(),
+        chance=chance,
         token_names=task.token_names,
         roles=task.roles,
         seconds=time.perf_counter() - start,
@@ -140,13 +143,11 @@ def sweep_from_result(result) -> StaircaseSweep:
     seeds = tuple(dict.fromkeys(int(s) for s in result.seeds))
     if list(zip(map(float, result.gammas), map(int, result.seeds))) != [(g, s) for g in gammas for s in seeds]:
         raise ValueError("the explorer needs a full γ-major (γ × seed) grid, as staircase() trains one")
-    task = make_task(result.task)
+    task = result.task
     G, S, T = len(gammas), len(seeds), len(traj.steps)
-    if traj.embeddings.shape[2] != task.vocab_size:
-        raise ValueError(f"the run has {traj.embeddings.shape[2]} tokens, the default {result.task} task "
-                         f"{task.vocab_size}: it was not trained by staircase()")
     lr = traj.config.get("lr", 1.0)
-    settings = SweepSettings(task=result.task, task_args=(), gammas=gammas, seeds=seeds,
+    task_args = (("block", task.info["block"]), ("n_values", task.n_labels), ("mix", tuple(task.info["mix"])))
+    settings = SweepSettings(task=task.name, task_args=task_args, gammas=gammas, seeds=seeds,
                              optimizer=traj.config.get("optimizer", "gd"),
                              lr=float(lr[0] if isinstance(lr, (list, tuple)) else lr), steps=int(traj.steps[-1]),
                              d=traj.embeddings.shape[-1], hidden=0,
@@ -156,8 +157,9 @@ def sweep_from_result(result) -> StaircaseSweep:
         steps=traj.steps,
         loss=traj.loss.reshape(G, S, T),
         embeddings=traj.embeddings.reshape(G, S, T, *traj.embeddings.shape[2:]),
-        alignment=torch.stack(list(result.alignment.values()), dim=1).reshape(G, S, len(result.alignment), T),
+        alignment=result.shares.transpose(1, 2).float().reshape(G, S, result.shares.shape[-1], T),
         levels=list(result.levels),
+        chance=list(result.chance),
         token_names=task.token_names,
         roles=task.roles,
         seconds=result.seconds,
@@ -191,23 +193,25 @@ class StaircaseView:
     def __init__(self, sweep: StaircaseSweep, figsize=(11.0, 3.3), dpi: int = 72, blit: bool = False) -> None:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-        from ctxlab.plots import ORDER_COLORS
+        from ctxlab.plots import ORDER_COLORS, label_levels
 
         self.shape = (sweep.loss.shape[1], sweep.orders, sweep.roles)
         self.figure = Figure(figsize=figsize, dpi=dpi)
         self.ax_loss, self.ax_align, self.ax_pca = self.figure.subplots(1, 3)
-        self.figure.subplots_adjust(left=0.06, right=0.985, bottom=0.15, top=0.88, wspace=0.28)
+        self.figure.subplots_adjust(left=0.06, right=0.985, bottom=0.15, top=0.88, wspace=0.45)
         steps = sweep.steps.numpy()
         self.seed_lines = [self.ax_loss.plot(steps, steps * 0, color="lightgrey", lw=1)[0] for _ in range(self.shape[0])]
         self.loss_line = self.ax_loss.plot(steps, steps * 0, color="black", lw=1.5)[0]
-        for order, level in enumerate(sweep.levels):
-            self.ax_loss.axhline(level, ls="--", lw=0.9, color=ORDER_COLORS[order % len(ORDER_COLORS)] if order else "grey")
+        label_levels(self.ax_loss, sweep.levels)
         self.markers = [ax.axvline(0, color="crimson", lw=1) for ax in (self.ax_loss, self.ax_align)]
         self.ax_loss.set(xlabel="step", ylabel="loss (nats)", xlim=(0, steps[-1]))
-        self.order_lines = {o: self.ax_align.plot(steps, steps * 0, color=ORDER_COLORS[o % len(ORDER_COLORS)], lw=1.5,
+        self.order_lines = {o: self.ax_align.plot(steps, steps * 0, color=ORDER_COLORS[(o - 1) % len(ORDER_COLORS)], lw=1.5,
                                                   label=f"order {o}")[0] for o in sweep.orders}
-        self.ax_align.set(xlabel="step", ylabel="CKA(E − E₀, ΔSᵏ)", ylim=(-0.02, 1.02), xlim=(0, steps[-1]),
-                          title="alignment per order")
+        for o in sweep.orders:
+            self.ax_align.axhline(sweep.chance[o - 1], color=ORDER_COLORS[(o - 1) % len(ORDER_COLORS)], lw=0.8,
+                                  ls=(0, (2, 3)))
+        self.ax_align.set(xlabel="step", ylabel="share of ‖E − E₀‖²", ylim=(-0.02, 1.02), xlim=(0, steps[-1]),
+                          title="order-k directions (dotted: chance)")
         self.role_index = {role: [i for i, r in enumerate(sweep.roles) if r == role] for role in dict.fromkeys(sweep.roles)}
         self.role_points = {role: self.ax_pca.scatter([0.0] * len(idx), [0.0] * len(idx), s=22, label=role,
                                                       color=ROLE_COLORS[r % len(ROLE_COLORS)])

@@ -1,0 +1,91 @@
+"""Reading loss curves rung by rung (ctxlab.rungs) and the order shares of an embedding."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from ctxlab.align import order_shares
+from ctxlab.rungs import measure_rungs, measure_runs, stair_onsets
+from ctxlab.signatures import label_signature
+from ctxlab.tasks import hierarchy_task
+
+LEVELS = [1.0, 0.6, 0.2]
+STEPS = torch.arange(0, 1001, 5)
+
+
+def steps_curve(*treads) -> torch.Tensor:
+    """Flat treads (level, from_step), joined by instant drops."""
+    loss = torch.full(STEPS.shape, treads[0][0], dtype=torch.float64)
+    for level, start in treads[1:]:
+        loss[STEPS >= start] = level
+    return loss
+
+
+def test_a_clean_staircase_rests_on_every_rung():
+    read = measure_rungs(STEPS, steps_curve((1.0, 0), (0.6, 200), (0.2, 600)), LEVELS)
+    assert read.dwells() == [195, 395, 400]
+    assert read.onsets() == [0, 200, 600]
+    assert [r.span for r in read.rungs] == [(0, 195), (200, 595), (600, 1000)]
+    assert read.rungs[1].middle == 397 and read.rise == 0.0 and read.ends_on == 2
+
+
+def test_a_slide_through_a_level_is_not_a_rest():
+    slide = torch.linspace(1.0, 0.2, len(STEPS), dtype=torch.float64)  # 4e-3 nats per step: never flat
+    read = measure_rungs(STEPS, slide, LEVELS)
+    assert read.dwells() == [0, 0, 0]
+    assert read.onsets()[1] > 0  # it still comes down past each midpoint
+    slow = torch.linspace(0.65, 0.55, len(STEPS), dtype=torch.float64)  # 1e-4 per step: at the flatness limit
+    assert measure_rungs(STEPS, slow, LEVELS, flat=5e-5).rungs[1].dwell == 0
+
+
+def test_an_unpredicted_level_is_not_credited_to_its_neighbours():
+    read = measure_rungs(STEPS, steps_curve((1.0, 0), (0.8, 200), (0.2, 600)), LEVELS)
+    assert read.rungs[1].dwell == 0 and read.rungs[1].span is None
+    assert read.onsets()[1] == 600  # 0.8 is the midpoint itself, not below it: the onset waits for 0.2
+
+
+def test_rise_is_the_largest_climb_back_and_the_end_is_named():
+    loss = steps_curve((1.0, 0), (0.6, 200), (0.3, 500), (0.45, 700))
+    read = measure_rungs(STEPS, loss, LEVELS)
+    assert read.rise == pytest.approx(0.15) and read.ends_on is None and read.final == pytest.approx(0.45)
+    never = measure_rungs(STEPS, steps_curve((1.0, 0), (0.6, 300)), LEVELS)
+    assert never.onsets() == [0, 300, -1] and never.ends_on == 1
+
+
+def test_irregular_steps_count_training_steps_not_records():
+    steps = torch.tensor([0, 10, 20, 100, 200, 210])
+    loss = torch.tensor([1.0, 1.0, 1.0, 0.6, 0.6, 0.6], dtype=torch.float64)
+    read = measure_rungs(steps, loss, LEVELS)
+    assert read.dwells()[:2] == [20, 110]
+
+
+def test_measure_runs_matches_one_by_one_and_onsets_agree():
+    losses = torch.stack([steps_curve((1.0, 0), (0.6, 200), (0.2, 600)), steps_curve((1.0, 0), (0.6, 50))])
+    reads = measure_runs(STEPS, losses, LEVELS)
+    assert [r.onsets()[1:] for r in reads] == stair_onsets(STEPS, losses, LEVELS).tolist()
+
+
+@pytest.mark.parametrize(("args", "match"), [
+    ((STEPS, torch.ones(5), LEVELS), "recorded steps"),
+    ((STEPS, steps_curve((1.0, 0)), [0.2, 0.6]), "decreasing"),
+    ((STEPS.flip(0), steps_curve((1.0, 0)), LEVELS), "increasing"),
+    ((STEPS, torch.full(STEPS.shape, float("nan")), LEVELS), "diverged"),
+    ((STEPS, torch.ones(2, len(STEPS)), LEVELS), "one curve"),
+])
+def test_bad_input_is_named(args, match):
+    with pytest.raises(ValueError, match=match):
+        measure_rungs(*args)
+
+
+def test_order_shares_separate_the_orders():
+    data = hierarchy_task(block=8, n_values=2).population
+    sigs = [label_signature(data, k, "incremental") for k in (1, 2, 3)]
+    only_order_1 = sigs[0].matrix.double() @ torch.randn(sigs[0].matrix.shape[1], 6, dtype=torch.float64)
+    shares, chance = order_shares(only_order_1, sigs)
+    assert shares.tolist() == pytest.approx([1.0, 0.0, 0.0], abs=1e-9)
+    assert chance == pytest.approx([1 / 23, 1 / 23, 1 / 23])
+    random = torch.randn(200, 24, 16, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    assert order_shares(random, sigs)[0].mean(0).tolist() == pytest.approx(chance, abs=0.01)
+    with pytest.raises(ValueError, match="at least one signature"):
+        order_shares(only_order_1, [])
