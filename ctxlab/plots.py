@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 ORDER_COLORS = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e")
 
 
-SEED_STYLES = ("-", "--", ":", "-.")
+SEED_STYLES = ("-", "--", "-.", (0, (5, 1, 1, 1, 1, 1)))
 SEED_COLORS = ("#222222", "#1f78b4", "#e6550d", "#31a354")
 
 
@@ -34,15 +34,17 @@ def label_levels(ax, levels, names=None, x=None) -> None:
                     textcoords="offset points", ha="left", va="center", fontsize=7, color=color)
 
 
-def staircase_figure(result) -> Figure:
+def staircase_figure(result, gammas=None) -> Figure:
     """One column per γ, seeds as line styles. Top: the loss with the predicted levels dashed and
     labelled. Middle: the share of ||E − E0||² in the directions each order adds (colour = order,
     dashed = its chance level). Bottom: the mean ||E − E0|| of each token role (keys enter with order 1,
     first anchors with order 2, ...).
 
-    ``result`` is a :class:`ctxlab.experiments.StaircaseResult`.
+    ``result`` is a :class:`ctxlab.experiments.StaircaseResult`; ``gammas`` picks the columns (default all).
     """
-    gammas = sorted(set(result.gammas))
+    gammas = sorted(set(result.gammas) if gammas is None else {float(g) for g in gammas})
+    if not set(gammas) <= set(result.gammas):
+        raise ValueError(f"gammas {gammas} must be among the run's {sorted(set(result.gammas))}")
     fig, axes = plt.subplots(3, len(gammas), figsize=(4.3 * len(gammas) + 0.9, 8.4), sharex="col", squeeze=False)
     steps = result.trajectory.steps.numpy()
     roles = list(result.norms)
@@ -59,7 +61,7 @@ def staircase_figure(result) -> Figure:
             for j, k in enumerate(models):
                 middle.plot(steps, result.shares[k, :, order - 1].numpy(), color=color, lw=1.1, ls=_seed_style(j),
                             label=f"order {order}" if j == 0 else None)
-            middle.axhline(result.chance[order - 1], color=color, lw=0.8, ls=(0, (2, 3)), alpha=0.8)
+            middle.axhline(result.chance[order - 1], color=color, lw=1.0, ls=(0, (1, 2)))
         middle.set_ylim(-0.02, 1.02)
         for r, role in enumerate(roles):
             color = ORDER_COLORS[r % len(ORDER_COLORS)]

@@ -50,8 +50,8 @@ import matplotlib.pyplot as plt
 from ctxlab.experiments import staircase
 from ctxlab.plots import staircase_figure
 
-result = staircase(gammas=(0.5, 1.0, 1.5), seeds=(0,), profile="quick")
-staircase_figure(result)
+result = staircase(gammas=(0.5, 0.75, 1.0, 1.25, 1.5), seeds=(0,), profile="quick")
+staircase_figure(result, gammas=(0.5, 1.0, 1.5))
 plt.show()
 
 # %% [markdown]
@@ -98,13 +98,12 @@ for k, gamma in enumerate(result.gammas):
 # %% [markdown]
 # ## Try it yourself
 #
-# The explorer below trains the same kind of model for eight values of γ and three seeds in one
-# batch, on a slightly smaller version of the task (6 tokens per position and a narrower MLP;
-# about ten seconds on a CPU). After that every control only looks results up. Drag **γ** from 1.5
-# down to 0.5 and watch the rests in the left panel shorten and run together. Scrub **step** (or
+# The first cell trained five values of γ, from 0.5 to 1.5; the figure showed three of them. The
+# explorer below shows all five, and every control only looks the results up (no training). Drag
+# **γ** from 1.5 down to 0.5 and watch the rests in the left panel shorten and run together. Scrub **step** (or
 # press play) to watch the embeddings in the right panel split into groups, one rung at a time.
-# Untick orders to compare their shares. *train γ* trains a value that is not on the slider, in
-# the background.
+# Untick orders to compare their shares. (`staircase_explorer()` without arguments trains a sweep
+# of its own, with more seeds, and can train values of γ that are not on the slider.)
 #
 # > **Think.** Before you touch the slider: below which γ do you expect the first rest to
 # > vanish? And which tokens (keys, first anchors or second anchors) should move apart first
@@ -114,7 +113,7 @@ for k, gamma in enumerate(result.gammas):
 # NBVAL_IGNORE_OUTPUT
 from ctxlab.widgets import staircase_explorer
 
-staircase_explorer()
+staircase_explorer(result=result)
 
 # %% [markdown]
 # ## How the course works
