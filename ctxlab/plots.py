@@ -166,7 +166,7 @@ METRIC_TITLES = {"cka": "linear CKA", "rsa": "RSA (Spearman)", "subspace": "subs
 
 def permutation_histograms(baselines: dict, observed: dict) -> Figure:
     """One panel per metric: scores against row-shuffled signatures (histogram) and the real score (line)."""
-    fig, axes = plt.subplots(1, len(baselines), figsize=(3.3 * len(baselines) + 1.2, 2.9), squeeze=False,
+    fig, axes = plt.subplots(1, len(baselines), figsize=(3.3 * len(baselines), 3.2), squeeze=False,
                              layout="constrained")
     for ax, (name, scores) in zip(axes[0], baselines.items()):
         ax.hist(scores.flatten().numpy(), bins=30, color="grey", alpha=0.8, label="shuffled S")
@@ -175,7 +175,7 @@ def permutation_histograms(baselines: dict, observed: dict) -> Figure:
         ax.set_xlabel("score")
     axes[0, 0].set_ylabel("count")
     handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside right upper", fontsize=8)  # outside: hides no bar
+    fig.legend(handles, labels, loc="outside lower center", ncol=len(labels), fontsize=8)  # hides no bar
     return fig
 
 
@@ -203,7 +203,7 @@ def noise_sweep_figure(sweep) -> Figure:
     ``sweep`` is a :class:`ctxlab.align.NoiseSweep`.
     """
     names = list(sweep.scores)
-    fig, axes = plt.subplots(1, len(names), figsize=(3.3 * len(names) + 1.6, 3.0), sharex=True, squeeze=False,
+    fig, axes = plt.subplots(1, len(names), figsize=(3.3 * len(names), 3.3), sharex=True, squeeze=False,
                              layout="constrained")
     for ax, name in zip(axes[0], names):
         scores, base = sweep.scores[name], sweep.baselines[name]
@@ -216,7 +216,7 @@ def noise_sweep_figure(sweep) -> Figure:
         ax.set_xlabel("noise / signal (σ)")
     axes[0, 0].set_ylabel("score against ΔS¹")
     handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside right upper", fontsize=8)  # outside: hides no curve
+    fig.legend(handles, labels, loc="outside lower center", ncol=len(labels), fontsize=8)  # hides no curve
     return fig
 
 
