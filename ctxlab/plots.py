@@ -367,10 +367,11 @@ def phase_map_figure(pm) -> Figure:
 
 
 def embedding_split_figure(before, after, groups, titles=("before", "after"), names=None,
-                           group_label: str = "group") -> Figure:
-    """Cosine matrices and 2-d PCA of the same token rows at two steps, coloured by ``groups``.
+                           group_label: str = "group", middle=()) -> Figure:
+    """Cosine matrices and 2-d PCA of the same token rows at two (or more) steps, coloured by ``groups``.
 
-    before, after: [n, d] embedding rows; groups: [n] integer labels (e.g. token attributes);
+    before, after: [n, d] embedding rows; ``middle``: further [n, d] states drawn between them
+    (``titles`` then names every state); groups: [n] integer labels (e.g. token attributes);
     names: optional [n] token names for the matrix ticks. Top row: cosine similarity; bottom row:
     the rows on their two leading principal axes, one colour and marker per group (legend).
     """
@@ -378,9 +379,13 @@ def embedding_split_figure(before, after, groups, titles=("before", "after"), na
 
     from ctxlab.align import pca_2d
 
+    states = [before, *middle, after]
+    if len(titles) != len(states):
+        raise ValueError(f"titles: need one title per state ({len(states)}), got {len(titles)}")
     g = torch.as_tensor(groups)
-    fig, axes = plt.subplots(2, 2, figsize=(7.8, 7.0), layout="constrained")
-    for col, (E, title) in enumerate(zip((before, after), titles)):
+    n = len(states)
+    fig, axes = plt.subplots(2, n, figsize=(3.7 * n + 0.4, 7.0), layout="constrained", squeeze=False)
+    for col, (E, title) in enumerate(zip(states, titles)):
         E = torch.as_tensor(E).double()
         im = axes[0, col].imshow(cosine_similarity(E).numpy(), vmin=-1, vmax=1, cmap="RdBu_r", interpolation="nearest")
         if names is not None:
@@ -395,7 +400,8 @@ def embedding_split_figure(before, after, groups, titles=("before", "after"), na
         ax.set_title(f"PCA, {title}", fontsize=9)
         ax.set_xlabel("PC 1")
         ax.set_ylabel("PC 2")
-    axes[1, -1].legend(fontsize=8, loc="best")
+    handles, labels = axes[1, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=len(labels), fontsize=8)  # hides no point
     fig.colorbar(im, ax=axes[0].tolist(), fraction=0.03, pad=0.02, label="cosine similarity")
     return fig
 
