@@ -232,8 +232,8 @@ print("random E: above 0.35 at V = 9, below 0.1 at V = 108:", float(mean_random[
 # %% [markdown]
 # At V = 9 a random embedding already scores ≈ 0.44; at V = 108 it is down to ≈ 0.06. The toy
 # tasks of this course have small vocabularies, so **every CKA in it must be read against its
-# baseline**, never against 0. Large-vocabulary language models have the opposite problem:
-# there the baseline is near 0, but CKA is dominated by the few high-norm (often frequent) tokens.
+# baseline**, never against 0. For large-vocabulary language models the baseline is near 0, but
+# other effects can dominate CKA there (for instance a few tokens of very large norm).
 
 # %% [markdown]
 # ## How the scores fall as noise grows
