@@ -32,7 +32,13 @@ from ctxlab.align import stair_onsets
 from ctxlab.models import ensemble_grid, make_model
 from ctxlab.signatures import joint
 from ctxlab.tasks import hierarchy_task, with_token_frequencies, zipf
-from ctxlab.theory import cosine_per_model, embedding_velocity, group_cosines, mlp_embedding_velocity, plateau_levels
+from ctxlab.theory import (
+    cosine_per_model,
+    embedding_velocity,
+    group_cosines,
+    mlp_embedding_velocity,
+    plateau_levels,
+)
 from ctxlab.train import train
 
 task = hierarchy_task()

@@ -101,7 +101,7 @@ plt.show()
 # %%
 # NBVAL_CHECK_OUTPUT
 bits, features = task.info["bits"].double(), task.info["features"].double()
-unit = lambda t: t / t.norm()  # noqa: E731
+unit = lambda t: t / t.norm()
 u_ok = all(abs(float(unit(features[:, k]) @ modes.u[:, k])) > 1 - 1e-6 for k in range(3))
 v_ok = all(abs(float(unit(bits[:, k]) @ modes.v[:8, k])) > 1 - 1e-6 and float(modes.v[8:, k].abs().max()) < 1e-6
            for k in range(3))
