@@ -97,12 +97,18 @@ def rung_curves(steps, losses, levels, names, run_labels) -> Figure:
 
 
 def cosine_similarity(matrix) -> torch.Tensor:
-    """[V, m] -> [V, V] cosine similarity of the rows; a zero row is similar to nothing (0)."""
+    """[V, m] -> [V, V] cosine similarity of the rows; a zero row is similar to nothing (0).
+
+    A row counts as zero when its norm is below 1e-6 of the largest row norm: float32 signatures
+    leave rounding residue (~1e-8) in rows that are exactly zero, and normalising that residue
+    would draw it as a perfectly structured block.
+    """
     import torch
 
     m = torch.as_tensor(matrix, dtype=torch.float64)
     norms = m.norm(dim=1, keepdim=True)
-    unit = torch.where(norms > 1e-12, m / norms.clamp_min(1e-12), torch.zeros_like(m))
+    floor = max(1e-12, 1e-6 * float(norms.max())) if m.numel() else 1e-12
+    unit = torch.where(norms > floor, m / norms.clamp_min(floor), torch.zeros_like(m))
     return unit @ unit.T
 
 
@@ -115,16 +121,36 @@ def _token_ticks(ax, names, axis: str = "y", every: int = 1) -> None:
         ax.set_xticks(ticks, labels, fontsize=6, rotation=90)
 
 
-def signature_heatmaps(signatures, titles=None, block_width: int | None = None) -> Figure:
-    """One heat map per signature (rows: tokens, columns: the signature's entries), side by side.
+def signature_heatmaps(signatures, titles=None, block_width: int | None = None,
+                       drop_zero_columns: bool = False, wide_after: int = 100) -> Figure:
+    """One heat map per signature (rows: tokens, columns: the signature's entries).
 
     ``block_width`` draws a thin line every that many columns (e.g. C, to separate positions).
-    Rows of a centered or incremental signature take both signs, so the colour scale is symmetric.
+    ``drop_zero_columns`` leaves out the columns that are zero for every token (whole blocks of
+    ``block_width`` columns when it is given), so sparse high-order signatures stay readable.
+    Panels with more than ``wide_after`` shown columns get a full-width row of their own below the
+    others, so that each column keeps at least a pixel. Rows of a centered or incremental
+    signature take both signs, so the colour scale is symmetric.
     """
-    n = len(signatures)
-    fig, axes = plt.subplots(1, n, figsize=(3.3 * n + 0.6, 4.2), squeeze=False)
-    for k, (ax, sig) in enumerate(zip(axes[0], signatures)):
+    shown = []
+    for sig in signatures:
         m = sig.matrix.double()
+        total = m.shape[1]
+        if drop_zero_columns:
+            floor = 1e-6 * float(m.abs().max() or 1.0)
+            width = block_width if block_width and total % block_width == 0 else 1
+            keep = (m.abs() > floor).reshape(m.shape[0], -1, width).any(0).any(-1)
+            m = m.reshape(m.shape[0], -1, width)[:, keep].reshape(m.shape[0], -1) if keep.any() else m
+        shown.append((m, total))
+    narrow = [k for k, (m, _) in enumerate(shown) if m.shape[1] <= wide_after]
+    wide = [k for k, (m, _) in enumerate(shown) if m.shape[1] > wide_after]
+    cols = max(len(narrow), 1)
+    fig = plt.figure(figsize=(3.3 * cols + 0.6, 4.2 + 3.0 * len(wide)), layout="constrained")
+    grid = fig.add_gridspec(1 + len(wide), cols, height_ratios=[4.2] + [3.0] * len(wide))
+    axes = {k: fig.add_subplot(grid[0, j]) for j, k in enumerate(narrow)}
+    axes.update({k: fig.add_subplot(grid[1 + j, :]) for j, k in enumerate(wide)})
+    for k, sig in enumerate(signatures):
+        ax, (m, total) = axes[k], shown[k]
         signed = bool((m < -1e-9).any())
         lim = float(m.abs().max()) or 1.0
         im = ax.imshow(m.numpy(), aspect="auto", interpolation="nearest",
@@ -133,10 +159,10 @@ def signature_heatmaps(signatures, titles=None, block_width: int | None = None) 
             for x in range(block_width, m.shape[1], block_width):
                 ax.axvline(x - 0.5, color="white", lw=0.8)
         _token_ticks(ax, sig.tokens, "y", every=1 if len(sig.tokens) <= 30 else 3)
-        ax.set_xlabel(f"{m.shape[1]} columns")
+        dropped = m.shape[1] < total
+        ax.set_xlabel(f"{m.shape[1]} of {total} columns (all-zero columns left out)" if dropped else f"{total} columns")
         ax.set_title(titles[k] if titles else sig.name, fontsize=9)
-        fig.colorbar(im, ax=ax, fraction=0.05, pad=0.02)
-    fig.tight_layout()
+        fig.colorbar(im, ax=ax, fraction=0.05 if k in narrow else 0.015, pad=0.02)
     return fig
 
 
@@ -183,15 +209,16 @@ METRIC_TITLES = {"cka": "linear CKA", "rsa": "RSA (Spearman)", "subspace": "subs
 
 def permutation_histograms(baselines: dict, observed: dict) -> Figure:
     """One panel per metric: scores against row-shuffled signatures (histogram) and the real score (line)."""
-    fig, axes = plt.subplots(1, len(baselines), figsize=(3.3 * len(baselines), 2.9), squeeze=False)
+    fig, axes = plt.subplots(1, len(baselines), figsize=(3.3 * len(baselines), 3.2), squeeze=False,
+                             layout="constrained")
     for ax, (name, scores) in zip(axes[0], baselines.items()):
         ax.hist(scores.flatten().numpy(), bins=30, color="grey", alpha=0.8, label="shuffled S")
         ax.axvline(float(observed[name]), color="crimson", lw=2, label="real S")
         ax.set_title(METRIC_TITLES.get(name, name), fontsize=9)
         ax.set_xlabel("score")
     axes[0, 0].set_ylabel("count")
-    axes[0, -1].legend(fontsize=8)
-    fig.tight_layout()
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=len(labels), fontsize=8)  # hides no bar
     return fig
 
 
@@ -219,19 +246,20 @@ def noise_sweep_figure(sweep) -> Figure:
     ``sweep`` is a :class:`ctxlab.align.NoiseSweep`.
     """
     names = list(sweep.scores)
-    fig, axes = plt.subplots(1, len(names), figsize=(3.3 * len(names), 3.0), sharex=True, squeeze=False)
+    fig, axes = plt.subplots(1, len(names), figsize=(3.3 * len(names), 3.3), sharex=True, squeeze=False,
+                             layout="constrained")
     for ax, name in zip(axes[0], names):
         scores, base = sweep.scores[name], sweep.baselines[name]
         mean, sd = scores.mean(-1).numpy(), scores.std(-1).numpy()
-        ax.plot(sweep.noise, mean, color="black", marker="o", ms=3)
+        ax.plot(sweep.noise, mean, color="black", marker="o", ms=3, label="score (mean ± sd over seeds)")
         ax.fill_between(sweep.noise, mean - sd, mean + sd, color="black", alpha=0.15)
         ax.plot(sweep.noise, base.mean(-1).numpy(), color="grey", ls="--", label="permutation baseline")
         ax.set_title(METRIC_TITLES.get(name, name), fontsize=9)
         ax.set_xscale("symlog", linthresh=0.1)
         ax.set_xlabel("noise / signal (σ)")
     axes[0, 0].set_ylabel("score against ΔS¹")
-    axes[0, -1].legend(fontsize=8)
-    fig.tight_layout()
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=len(labels), fontsize=8)  # hides no curve
     return fig
 
 
@@ -381,30 +409,42 @@ def phase_map_figure(pm) -> Figure:
 # --- lesson 06 ---
 
 
-def embedding_split_figure(before, after, groups, titles=("before", "after")) -> Figure:
-    """Cosine matrices and 2-d PCA of the same token rows at two steps, coloured by ``groups``.
+def embedding_split_figure(before, after, groups, titles=("before", "after"), names=None,
+                           group_label: str = "group", middle=()) -> Figure:
+    """Cosine matrices and 2-d PCA of the same token rows at two (or more) steps, coloured by ``groups``.
 
-    before, after: [n, d] embedding rows; groups: [n] integer labels (e.g. token attributes).
-    Top row: cosine similarity; bottom row: the rows on their two leading principal axes.
+    before, after: [n, d] embedding rows; ``middle``: further [n, d] states drawn between them
+    (``titles`` then names every state); groups: [n] integer labels (e.g. token attributes);
+    names: optional [n] token names for the matrix ticks. Top row: cosine similarity; bottom row:
+    the rows on their two leading principal axes, one colour and marker per group (legend).
     """
     import torch
 
     from ctxlab.align import pca_2d
 
-    g = torch.as_tensor(groups).tolist()
-    fig, axes = plt.subplots(2, 2, figsize=(7.4, 6.6))
-    for col, (E, title) in enumerate(zip((before, after), titles)):
+    states = [before, *middle, after]
+    if len(titles) != len(states):
+        raise ValueError(f"titles: need one title per state ({len(states)}), got {len(titles)}")
+    g = torch.as_tensor(groups)
+    n = len(states)
+    fig, axes = plt.subplots(2, n, figsize=(3.7 * n + 0.4, 7.0), layout="constrained", squeeze=False)
+    for col, (E, title) in enumerate(zip(states, titles)):
         E = torch.as_tensor(E).double()
         im = axes[0, col].imshow(cosine_similarity(E).numpy(), vmin=-1, vmax=1, cmap="RdBu_r", interpolation="nearest")
+        if names is not None:
+            _token_ticks(axes[0, col], list(names), "both")
         axes[0, col].set_title(f"cosine, {title}", fontsize=9)
         xy = pca_2d(E).numpy()
         ax = axes[1, col]
-        ax.scatter(xy[:, 0], xy[:, 1], c=g, cmap="viridis", s=40)
-        for n, (a, b) in enumerate(xy):
-            ax.annotate(str(g[n]), (a, b), fontsize=7, xytext=(3, 3), textcoords="offset points")
-        ax.set_title(f"PCA, {title} (label = group)", fontsize=9)
+        for j, value in enumerate(sorted(set(g.tolist()))):
+            rows = (g == value).numpy()
+            ax.scatter(xy[rows, 0], xy[rows, 1], s=40, color=f"C{j}", marker=ATTRIBUTE_MARKERS[j % len(ATTRIBUTE_MARKERS)],
+                       label=f"{group_label} {value}", alpha=0.8)
+        ax.set_title(f"PCA, {title}", fontsize=9)
         ax.set_xlabel("PC 1")
         ax.set_ylabel("PC 2")
+    handles, labels = axes[1, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=len(labels), fontsize=8)  # hides no point
     fig.colorbar(im, ax=axes[0].tolist(), fraction=0.03, pad=0.02, label="cosine similarity")
     return fig
 

@@ -31,6 +31,7 @@
 
 # %%
 import itertools
+import math
 
 import matplotlib.pyplot as plt
 import torch
@@ -145,20 +146,32 @@ print("max |average over t of raw order 2 - raw order 1| on the keys:",
       f"{float((averaged[:9] - sig1_raw.matrix[:9, :C]).abs().max()):.1e}")
 
 # %% [markdown]
-# Now the incremental signatures of orders 0 to 3 side by side. Order 0 has one column block
-# (P(y) − P(y) = 0 after centring, so we show P(y) itself); order 3 has 3·(V²)·C = 6561 columns.
+# Now the incremental signatures of orders 0 to 3. Order 0 has one column block (P(y) − P(y) = 0
+# after centring, so we show P(y) itself); order 3 has 3·V²·C = 6561 columns. Most columns are zero
+# for every token (a key paired with another key never occurs), so the figure leaves those out and
+# gives order 3 a row of its own.
 
 # %%
 sigs = [label_signature(data, order=k, form="raw" if k == 0 else "incremental", names=names) for k in range(4)]
 for s in sigs:
     print(f"{s.name:>16}: shape {tuple(s.matrix.shape)}")
-fig = plots.signature_heatmaps(sigs, titles=["order 0: P(y)", "order 1: ΔS¹", "order 2: ΔS²", "order 3: ΔS³"], block_width=C)
+fig = plots.signature_heatmaps(sigs, titles=["order 0: P(y)", "order 1: ΔS¹", "order 2: ΔS²", "order 3: ΔS³"],
+                               block_width=C, drop_zero_columns=True)
 plt.show()
 
 # %% [markdown]
 # Read the panels row by row. In ΔS¹ only the key rows (top 9) are non-zero, with a pattern that
-# repeats every three keys (the attribute). In ΔS² the anchor-1 rows light up: paired with a key,
-# the first anchor now matters. In ΔS³ all three blocks of tokens carry signal.
+# repeats every three keys (the attribute). In ΔS² the anchor-1 rows light up (paired with a key,
+# the first anchor now matters) and the key rows carry a pair term too; the anchor-2 rows stay
+# zero. In ΔS³ all three blocks of tokens carry signal. As numbers:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+roles = {role: task.role_tokens(role) for role in ("key", "anchor1", "anchor2")}
+for sig in sigs[1:]:
+    live = [role for role, ids in roles.items() if float(sig.matrix[ids].double().norm(dim=1).min()) > 1e-3]
+    dead = [role for role, ids in roles.items() if float(sig.matrix[ids].double().norm(dim=1).max()) < 1e-6]
+    print(f"{sig.name:>16}: non-zero rows {live}, zero rows {dead}")
 #
 # > **Think.** Which tokens will look alike to a model that has only learned order-1 statistics?
 # > Which pairs of tokens does order 2 tell apart that order 1 cannot?
@@ -181,10 +194,21 @@ plt.show()
 # * **Raw order 1**: every anchor row is the same flat P(y), so all 18 anchors look identical, and
 #   keys look fairly alike too: the shared P(y) part dominates the raw rows.
 # * **Incremental order 1**: the keys fall into three groups, one per attribute; keys of different
-#   attributes point in opposite directions. Anchors are zero rows: invisible.
+#   attributes have cosine −1/2, i.e. 120° apart: three directions that sum to zero (three
+#   centred label distributions). Anchors are zero rows: invisible.
 # * **Incremental order 2**: anchor-1 tokens now form three attribute groups as well.
 # * **Incremental order 3**: the anchor-2 tokens join.
 #
+# The cosines behind the order-1 panel, as a checked fact:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+key_cos = plots.cosine_similarity(sigs[1].matrix[roles["key"]])
+same_attr = task.info["attribute"][roles["key"]][:, None] == task.info["attribute"][roles["key"]][None, :]
+print("ΔS¹, keys of the same attribute: cosine within 1e-6 of 1:", bool(((key_cos[same_attr] - 1).abs() < 1e-6).all()))
+print("ΔS¹, keys of different attributes: cosine within 1e-6 of -1/2:", bool(((key_cos[~same_attr] + 0.5).abs() < 1e-6).all()))
+
+# %% [markdown]
 # The staircase claim of the course, stated in these terms: a model trained from small init first
 # builds embeddings whose similarities look like the second panel, then like the third, then the
 # fourth.
@@ -199,10 +223,11 @@ plt.show()
 # > **Think.** On the hierarchy task, what does knowing x1 tell you about x2?
 
 # %%
+# NBVAL_CHECK_OUTPUT
 ctx1 = context_signature(data, order=1, form="raw", names=names)
 rows_differ = float((ctx1.matrix - ctx1.matrix[0]).abs().max())
 print("context signature shape:", tuple(ctx1.matrix.shape))
-print(f"largest difference between any row and the first row: {rows_differ:.1e}")
+print("every row equals the first row (to 1e-6):", rows_differ < 1e-6)
 
 # %% [markdown]
 # Every row is the same. The three positions are drawn **independently**, so
@@ -212,17 +237,20 @@ print(f"largest difference between any row and the first row: {rows_differ:.1e}"
 # the first anchor has the same attribute as the key.
 
 # %%
+# NBVAL_CHECK_OUTPUT
 attr = task.info["attribute"]
 same = attr[data.x[:, 0]] == attr[data.x[:, 1]]
 coupled = Dataset(data.x[same], data.y[same], V, C, data.weights[same] / data.weights[same].sum())
 ctx_coupled = context_signature(coupled, order=1, form="centered", names=names)
-print(f"{coupled.n} sequences kept; now P(x2 = a10 | x1 = k0) = "
-      f"{float(joint(coupled, (0, 1)).sum(-1)[0, 9] / joint(coupled, (0,)).sum(-1)[0]):.3f}")
+p_a10 = float(joint(coupled, (0, 1)).sum(-1)[0, 9] / joint(coupled, (0,)).sum(-1)[0])
+print(f"{coupled.n} sequences kept; P(x2 = a10 | x1 = k0) within 1e-6 of 1/3 (3 anchors share k0's attribute):",
+      abs(p_a10 - 1 / 3) < 1e-6)
 fig = plots.cosine_matrices([ctx1, ctx_coupled], titles=["hierarchy task (independent)", "anchor copies the key's attribute"])
 plt.show()
 
 # %% [markdown]
-# With the coupling, keys and first anchors group by attribute through their context alone: a
+# With the coupling, keys and first anchors group by attribute through their context alone (the
+# second anchors, still independent of everything, are zero rows after centring): a
 # token→context signature can shape embeddings even when the label is not involved. On the
 # hierarchy task only the token→label kind matters, and that is the kind the next lessons follow.
 
@@ -269,6 +297,8 @@ for k in range(L + 1):
 # NBVAL_CHECK_OUTPUT
 ladder = entropy_ladder(data)
 print(" -> ".join(f"{stair.entropy:.4f}" for stair in ladder))
+anchors_alone = max(abs(conditional_entropy(data, S) - math.log(C)) for S in [(1,), (2,), (1, 2)])
+print("the anchors alone leave H at ln 3 (within 1e-6):", anchors_alone < 1e-6)
 
 # %%
 fig = plots.entropy_ladder_figure(ladder, n_labels=C)
@@ -310,19 +340,25 @@ print(f"largest |<Delta_S, Delta_T>| for S != T: {float(off_diagonal.abs().max()
 print("squared size of each term:", [round(float(v), 4) for v in torch.diag(gram)])
 
 # %%
+# NBVAL_CHECK_OUTPUT
 full = conditional_on_rows(data, (0, 1, 2)) - conditional_on_rows(data, ())
 total = float(torch.einsum("nc,nc,n->", full, full, w))
-print(f"||P(y|x) - P(y)||^2 = {total:.4f}  vs  sum of the terms' squared sizes = {float(torch.diag(gram).sum()):.4f}")
-raw1 = conditional_on_rows(data, (0,)) - conditional_on_rows(data, ())
-raw2 = conditional_on_rows(data, (0, 1)) - conditional_on_rows(data, ())
-print(f"raw order 1 vs raw order 2 (both minus P(y)): inner product {float(torch.einsum('nc,nc,n->', raw1, raw2, w)):.4f}")
+overlap = float(torch.einsum("nc,nc,n->", conditional_on_rows(data, (0,)) - conditional_on_rows(data, ()),
+                             conditional_on_rows(data, (0, 1)) - conditional_on_rows(data, ()), w))
+sizes = torch.diag(gram)
+print("incremental terms orthogonal (largest off-diagonal < 1e-6 of the largest term):",
+      float(off_diagonal.abs().max()) < 1e-6 * float(sizes.max()))
+print("their squared sizes add up to ||P(y|x) - P(y)||^2 (within 1e-6):", abs(total - float(sizes.sum())) < 1e-6)
+print("raw order 1 and raw order 2 overlap (inner product > 0.01):", overlap > 0.01)
+print("the order-1 term of the key is the largest single term:", int(sizes.argmax()) == subsets.index((0,)))
 
 # %% [markdown]
 # The incremental terms are orthogonal to within rounding, and their squared sizes add up to the
 # whole signal; the raw ones overlap. So when a later lesson measures how much an embedding
 # aligns with "order 2", using the incremental ΔS² means it measures order 2 *only*, not order 1
-# again. The squared sizes also rank the stairs: the order-1 term is the biggest single piece,
-# which is one reason it is learned first (lesson 05).
+# again. The squared sizes also say which piece is biggest: the key's order-1 term (0.107 against
+# 0.060 for the pair term of key and first anchor, and 0.060 for the triple term), one reason it is
+# learned first (lesson 05).
 
 # %% [markdown]
 # > **Paper vs. this course.**
