@@ -28,6 +28,7 @@ import torch
 
 from ctxlab.models import make_model
 from ctxlab.plots import embedding_split_figure
+from ctxlab.rungs import measure_runs
 from ctxlab.signatures import conditional_entropy, interaction
 from ctxlab.tasks import Dataset, hierarchy_task
 from ctxlab.theory import (
@@ -213,10 +214,10 @@ plt.show()
 # stability for this task) and still above H3 at step 2000.
 
 # %% tags=["NBVAL_CHECK_OUTPUT"]
-dwell = lambda level: 10 * ((loss - level).abs() < 0.005).sum(-1)  # steps within 0.005 nats (recorded every 10)
-print("every seed dwells >= 200 steps within 0.005 of the sub-level:", bool((dwell(sub_level) >= 200).all()))
-print("every seed comes within 0.005 of H2:", bool((dwell(levels[2]) > 0).all()))
-print("the loss rises by > 0.01 between two recorded steps in some seed:", bool((loss.diff(dim=-1) > 0.01).any()))
+reads = measure_runs(steps, loss, [*levels[:2], sub_level, *levels[2:]], tol=0.005)  # lesson 03's rung reading
+print("every seed rests >= 100 steps within 0.005 of the sub-level:", all(r.rungs[2].dwell >= 100 for r in reads))
+print("every seed comes within 0.005 of H2:", bool(((loss - levels[2]).abs() < 0.005).any(-1).all()))
+print("the loss climbs back by > 0.01 in some seed:", any(r.rise > 0.01 for r in reads))
 print("every seed is still above H3 at step 2000:", bool((loss[:, -1] > levels[3]).all()))
 
 # %% [markdown]
