@@ -478,6 +478,12 @@ def _starts_at(variant: Callable[[BuildRun], float]) -> Callable[[Any, Any, Case
     return matches
 
 
+def _off_by_one_length(got: Any, run: BuildRun, case: Case) -> bool:
+    """n losses for n steps, or steps counted from 1."""
+    curve = _curve_of(got)
+    return curve is not None and (len(curve[1]) == run.steps or curve[0][:1] == [1])
+
+
 def _adam_like(got: Any, run: BuildRun, case: Case) -> bool:
     curve = _curve_of(got)
     if curve is None or len(curve[1]) < 6:
@@ -500,10 +506,8 @@ def check_03_build_staircase(fn: Callable[[float, int, int], tuple]) -> None:
     """fn(gamma, seed, steps) -> (steps 0..n, population loss at each): the headline model trained by plain GD."""
     d, hidden = BUILD["d"], BUILD["hidden"]
     fan_ins = f"fan-ins d = {d}, 3d = {3 * d}, hidden = {hidden}"
-    length = lambda g, run, c: (_curve_of(g) is not None and (len(_curve_of(g)[1]) == run.steps  # noqa: E731
-                                or _curve_of(g)[0][:1] == [1]))
     diagnoses = [
-        Diagnosis(length, "off by one: record the loss before each update and once more after the last one, so that n steps give n + 1 losses at steps 0..n"),
+        Diagnosis(_off_by_one_length, "off by one: record the loss before each update and once more after the last one, so that n steps give n + 1 losses at steps 0..n"),
         Diagnosis(_starts_at(lambda run: float(run.start[1])), "off by one: your loss at step 0 is the loss after the first update; record the loss before you update"),
         Diagnosis(_starts_at(lambda run: float(_reference_start(run.gamma, run.seed, 0, exponent=0.0)[0])), f"your weights are N(0, 1): scale each draw by fan_in^(-γ) ({fan_ins})"),
         Diagnosis(_starts_at(lambda run: float(_reference_start(run.gamma, run.seed, 0, exponent=2 * run.gamma)[0])), "N(0, fan_in^(-2γ)) names the variance: the standard deviation, the factor on torch.randn, is fan_in^(-γ)"),
