@@ -12,9 +12,10 @@ curve rung by rung.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -350,7 +351,7 @@ def check_03_longest_wait(fn: Callable[[Tensor, Tensor, Sequence[float], Sequenc
 
     diagnoses = [
         Diagnosis(picks(first_seed), "average the wait over all seeds of a γ, not only the first run"),
-        Diagnosis(lambda g, e, c: any(picks(lambda c: longest(c, never=v))(g, e, c) for v in (0.0, -1.0)), "a run that never reaches the first stair (onset -1) has waited the whole run: count its wait as steps[-1] + 1, not 0 or -1"),
+        Diagnosis(lambda g, e, c: any(picks(lambda c, v=v: longest(c, never=v))(g, e, c) for v in (0.0, -1.0)), "a run that never reaches the first stair (onset -1) has waited the whole run: count its wait as steps[-1] + 1, not 0 or -1"),
         Diagnosis(picks(lambda c: longest(c, larger_on_ties=True)), "when two γ wait equally long on average, return the smaller γ"),
         Diagnosis(picks(lambda c: min(_wait_means(*c.args).items(), key=lambda kv: kv[1])[0]), "that γ waits the shortest: return the one whose runs wait longest"),
         Diagnosis(picks(lambda c: max(c.args[2])), "you returned the largest γ: measure the wait before the first stair in the curves instead of assuming"),
