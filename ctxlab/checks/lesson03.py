@@ -1,200 +1,309 @@
 """Checks for the exercises of lesson 03 (the staircase, observed).
 
-The cases are synthetic loss curves with known treads (smooth steps between flat levels, a little
-noise, sub-levels, stairs never reached, irregular recording steps), so each check runs in well
-under a second and its answers are known exactly.
+The rung-reading checks use synthetic loss curves from :mod:`ctxlab.curves` (treads, slides
+through a level, treads at unpredicted sub-levels, spikes, stairs never reached, irregular
+recording steps, other ladders): each runs in well under a second and its reference answers come
+from :mod:`ctxlab.rungs`. The build-it check trains nothing of the learner's choosing: it calls the
+learner's training function at two init scales on seeds the check picks, compares the first steps
+with ctxlab's own Emb-MLP and gradient descent started from the same draws, and reads the whole
+curve rung by rung.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import cache
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import torch
 from torch import Tensor
 
-from ctxlab.align import find_plateaus, match_plateaus, stair_onsets
 from ctxlab.checks.core import Case, Diagnosis, _as_float, run_check
+from ctxlab.curves import spike, staircase_curve
+from ctxlab.rungs import TOL, measure_rungs, stair_onsets
 
-HIERARCHY = (math.log(3), 0.9503, 0.8419, 0.6630)  # the ladder of lesson 01, rounded
+BINARY = (math.log(2), 0.6109, 0.5554, 0.4737)  # the headline ladder (hierarchy_task(block=8, n_values=2)), rounded
 XOR = (math.log(8), math.log(2), 0.0)
 
 
-def staircase_curve(steps: Tensor, treads: Sequence[tuple[float, float]], width: float = 6.0,
-                    noise: float = 1e-5, seed: int = 0) -> Tensor:
-    """A loss curve [T] at ``steps`` that starts at treads[0][0] and drops to each (level, at_step) in turn."""
-    t = steps.to(torch.float64)
-    loss = torch.full_like(t, treads[0][0])
-    for (before, _), (level, at) in zip(treads[:-1], treads[1:]):
-        loss = loss + (level - before) * torch.sigmoid((t - at) / width)
-    return loss + noise * torch.randn(t.shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
-
-
-def _every(step: int, last: int = 4000) -> Tensor:
+def _every(step: int, last: int = 2500) -> Tensor:
     return torch.arange(0, last + 1, step)
 
 
-def _irregular(last: int = 4000) -> Tensor:
-    """Recording steps that thin out: every 2 steps up to 500, every 10 to 2000, every 25 after."""
-    return torch.cat([torch.arange(0, 500, 2), torch.arange(500, 2000, 10), torch.arange(2000, last + 1, 25)])
+def _irregular(last: int = 2500) -> Tensor:
+    """Recording steps that thin out: every 2 steps up to 400, every 10 to 1200, every 25 after."""
+    return torch.cat([torch.arange(0, 400, 2), torch.arange(400, 1200, 10), torch.arange(1200, last + 1, 25)])
 
 
-def _bump(steps: Tensor, loss: Tensor, at: int, height: float, width: float = 8.0) -> Tensor:
-    """Add a short spike (a gradient-descent overshoot) centred at step ``at``."""
-    return loss + height * torch.exp(-(((steps.to(torch.float64) - at) / width) ** 2))
+def _tied(steps: Tensor, loss: Tensor, levels: Sequence[float]) -> Tensor:
+    """A tread whose first recorded values sit exactly on the midpoint (H0 + H1)/2 before going below it."""
+    mid = (levels[0] + levels[1]) / 2
+    loss = loss.clone()
+    at = int((loss < mid).nonzero()[0])
+    loss[at - 3:at] = mid
+    return loss
 
 
 @cache
 def _curves() -> list[tuple[str, Tensor, Tensor, tuple[float, ...], bool]]:
-    """(label, steps, loss, levels, hidden) shared by the plateau and onset checks."""
-    H0, H1, H2, H3 = HIERARCHY
-    s5, irregular = _every(5), _irregular()
-    spiky = staircase_curve(s5, [(H0, 0), (H1 + 0.004, 240), (H2 - 0.003, 1000), (H3 + 0.008, 1500)], seed=4)
+    """(label, steps, loss, levels, hidden): the curves every rung-reading check reads."""
+    H0, H1, H2, H3 = BINARY
+    s5, irregular, s10 = _every(5), _irregular(), _every(10)
+    clean = staircase_curve(s5, [(H0,), (H1 + 0.002, 180), (H2 - 0.003, 450), (H3 + 0.001, 900)], seed=1)
+    slide = staircase_curve(s5, [(H0,), (0.585, 600, 120), (H2 + 0.002, 1000), (H3, 1500)], seed=2)
+    bounce = staircase_curve(s5, [(H0,), (H1, 200), (H0 - 0.002, 320), (H1 + 0.001, 700), (H2, 1100), (H3 + 0.002, 1600)], seed=3)
+    standard = staircase_curve(s5, [(H0 + 0.004,), (H1 - 0.006, 8, 3), (H2 - 0.004, 60, 3), (H3 + 0.003, 220, 3)], seed=4)
     return [
-        ("clean staircase, recorded every 5 steps", s5,
-         staircase_curve(s5, [(H0, 0), (H1 + 0.004, 240), (0.906, 560), (H2 - 0.003, 1100), (H3 + 0.008, 1700)], seed=1),
-         HIERARCHY, False),
-        ("standard init: no rest at ln 3, a short H1", s5,
-         staircase_curve(s5, [(H0, 0), (H1 - 0.006, 8), (H2 - 0.005, 150), (H3 + 0.007, 500)], width=3, seed=2),
-         HIERARCHY, True),
-        ("a sub-level near 1.015 before H1", s5,
-         staircase_curve(s5, [(H0, 0), (1.015, 1500), (H1 + 0.003, 1900), (H2 + 0.01, 2600), (H3 + 0.02, 3400)], seed=3),
-         HIERARCHY, True),
-        ("a spike after the second stair", s5, _bump(s5, spiky, 1040, 0.1), HIERARCHY, True),
+        ("a clean staircase, recorded every 5 steps", s5, clean, BINARY, False),
+        ("a slide through H1 to an unpredicted sub-level at 0.585", s5, slide, BINARY, False),
+        ("a spike of 0.02 on the H2 tread and a bump of 0.03 on H0", s5,
+         spike(s5, spike(s5, clean, 700, 0.02), 60, 0.03), BINARY, True),
         ("the last stair never reached, irregular recording steps", irregular,
-         staircase_curve(irregular, [(H0, 0), (H1 + 0.005, 300), (H2 + 0.004, 1200)], seed=5), HIERARCHY, True),
-        ("the xor ladder ln 8 -> ln 2 -> 0, recorded every 10 steps", _every(10),
-         staircase_curve(_every(10), [(XOR[0], 0), (XOR[1] + 0.01, 400), (0.012, 1800)], width=10, seed=6), XOR, True),
+         staircase_curve(irregular, [(H0,), (H1 + 0.004, 300), (H2 + 0.005, 900)], seed=5), BINARY, True),
+        ("leaves H0, climbs back onto it, then leaves for good", s5, bounce, BINARY, True),
+        ("standard init: starts above H0, a 4-step H1, ends 0.003 above H3", s5, standard, BINARY, True),
+        ("a tread 0.015 above H2 (outside the tolerance) and an end between rungs", s5,
+         staircase_curve(s5, [(H0,), (H1, 200), (H2 + 0.015, 500), (0.52, 1200)], seed=6), BINARY, True),
+        ("the loss sits exactly on the midpoint (H0 + H1)/2 before it goes below", s5, _tied(s5, clean, BINARY), BINARY, True),
+        ("the xor ladder ln 8 -> ln 2 -> 0, recorded every 10 steps", s10,
+         staircase_curve(s10, [(XOR[0],), (XOR[1] + 0.004, 400, 10), (0.006, 1800, 10)], seed=7), XOR, True),
     ]
 
 
-# --- exercise 1: plateau levels matched to the ladder ---------------------------------------------
+def _ints(value: Any) -> list[int] | None:
+    try:
+        values = value.tolist() if isinstance(value, Tensor) else list(value)
+        if not all(float(v) == int(v) for v in values):
+            return None
+        return [int(v) for v in values]
+    except Exception:
+        return None
 
 
-def matched_levels_reference(steps: Tensor, loss: Tensor, levels: Sequence[float]) -> list[float | None]:
-    """For each predicted level, the mean loss of the plateau matched to it (or None)."""
-    return [None if p is None else p.level for p in match_plateaus(find_plateaus(steps, loss), levels)]
-
-
-def _levels_problem(atol: float) -> Callable[[Any, Any], str | None]:
-    def compare(got: Any, expected: list[float | None]) -> str | None:
-        if not isinstance(got, (list, tuple)) or len(got) != len(expected):
-            n = len(got) if isinstance(got, (list, tuple)) else type(got).__name__
-            return f"expected a list with one entry per level ({len(expected)}, H_0 included), got {n}"
-        for k, (g, e) in enumerate(zip(got, expected)):
-            if e is None and g is not None:
-                return f"level H_{k}: no plateau lies in its band, so expected None, got {g!r}"
-            if e is not None and (g is None or _as_float(g) is None or abs(_as_float(g) - e) > atol):
-                return f"level H_{k}: expected a plateau at {e:.4f} (within {atol:g}), got {g!r}"
+def _ints_problem(what: str) -> Callable[[Any, list[int]], str | None]:
+    def compare(got: Any, expected: list[int]) -> str | None:
+        values = _ints(got)
+        if values is None:
+            return f"expected a list of {len(expected)} integer steps ({what}), got {got!r}"
+        if values != expected:
+            return f"expected {what} {expected}, got {values}"
         return None
 
     return compare
 
 
-def _levels_equal(got: Any, want: list) -> bool:
-    return _levels_problem(2e-3)(got, want) is None
+def _gives(variant: Callable[[Case], Any], compare: Callable[[Any, Any], str | None]) -> Callable[[Any, Any, Case], bool]:
+    """A diagnosis predicate: the learner's answer is what ``variant`` gives, and that differs from the reference."""
+
+    def matches(got: Any, expected: Any, case: Case) -> bool:
+        want = variant(case)
+        return compare(want, expected) is not None and compare(got, want) is None
+
+    return matches
 
 
-def check_03_plateau_levels(fn: Callable[[Tensor, Tensor, Sequence[float]], list]) -> None:
-    """fn(steps, loss, levels) -> for each level H_k, the loss of the plateau matched to it, or None."""
-    cases = [Case(label, (steps, loss, levels), matched_levels_reference(steps, loss, levels), hidden)
+# --- exercise 1: dwell on each rung -----------------------------------------------------------------
+
+
+def dwell_reference(steps: Tensor, loss: Tensor, levels: Sequence[float], tol: float = TOL) -> list[int]:
+    """Steps spent within ``tol`` of each level while flat (``ctxlab.rungs.measure_rungs``)."""
+    return measure_rungs(steps, loss, levels, tol).dwells()
+
+
+def _dwell_variant(steps: Tensor, loss: Tensor, levels: Sequence[float], tol: float = TOL, flat: bool = True,
+                   per_step: bool = True, widths: bool = True, longest: bool = False, both_ends: bool = True) -> list[int]:
+    """Dwell as the exercise defines it, with one rule switched off: the mistakes the check recognises."""
+    width = steps.diff().to(torch.float64)
+    change = loss.diff().abs() / (width if per_step else 1.0)
+    out = []
+    for level in levels:
+        near = (loss - level).abs() <= tol
+        on = (near[1:] & near[:-1]) if both_ends else (near[1:] | near[:-1])
+        if flat:
+            on = on & (change <= tol / 100)
+        counted = width if widths else torch.ones_like(width)
+        if longest:
+            best, run = 0.0, 0.0
+            for flag, w in zip(on.tolist(), counted.tolist()):
+                run = run + w if flag else 0.0
+                best = max(best, run)
+            out.append(int(best))
+        else:
+            out.append(int(counted[on].sum()))
+    return out
+
+
+def check_03_dwell(fn: Callable[[Tensor, Tensor, Sequence[float]], list]) -> None:
+    """fn(steps, loss, levels) -> [dwell on H_0, ..., H_L]: steps within 0.01 of each level while flat."""
+    cases = [Case(label, (steps, loss, levels), dwell_reference(steps, loss, levels), hidden)
              for label, steps, loss, levels, hidden in _curves()]
+    compare = _ints_problem("dwells")
 
-    def nearest_anywhere(c: Case) -> list:
-        found = find_plateaus(c.args[0], c.args[1])
-        return [min(found, key=lambda p: abs(p.level - h)).level for h in c.args[2]]
-
-    def first_in_band(c: Case) -> list:
-        found, levels = find_plateaus(c.args[0], c.args[1]), c.args[2]
-        out = []
-        for k, h in enumerate(levels):
-            upper = (levels[k - 1] + h) / 2 if k > 0 else float("inf")
-            lower = (h + levels[k + 1]) / 2 if k + 1 < len(levels) else float("-inf")
-            inside = [p.level for p in found if lower <= p.level < upper]
-            out.append(inside[0] if inside else None)
-        return out
+    def variant(**kw) -> Callable[[Any, Any, Case], bool]:
+        return _gives(lambda c: _dwell_variant(*c.args, **kw), compare)
 
     diagnoses = [
-        Diagnosis(lambda g, e, c: _levels_equal(g, [float(h) for h in c.args[2]]), "you returned the predicted levels: return the measured loss of each matched plateau"),
-        Diagnosis(lambda g, e, c: _levels_equal(g, nearest_anywhere(c)), "a plateau may only count for H_k if it lies in H_k's band (between the midpoints to H_(k-1) and H_(k+1)); otherwise return None"),
-        Diagnosis(lambda g, e, c: isinstance(g, (list, tuple)) and len(g) == len(e) - 1, "one entry per level, H_0 included (H_0 is the rest at the start)"),
-        Diagnosis(lambda g, e, c: _levels_equal(g, first_in_band(c)), "several plateaus can lie in one band (sub-levels): pick the one whose level is nearest to H_k, not the first"),
+        Diagnosis(variant(flat=False), "you credited every step near a level, also where the loss slides through it: count an interval only where the loss is flat there (|change| / steps <= tol / 100)"),
+        Diagnosis(variant(per_step=False), "divide the change of the loss by the number of steps between the two recordings: flatness is a slope per training step"),
+        Diagnosis(variant(widths=False), "you counted recorded points; count training steps: each interval adds steps[i+1] - steps[i] (the recording is not always every step)"),
+        Diagnosis(variant(longest=True), "that is the longest flat stretch on each rung; the dwell adds up every flat stretch on it"),
+        Diagnosis(variant(both_ends=False), "both ends of an interval must lie within the tolerance of the level, not just one"),
+        Diagnosis(lambda g, e, c: _ints(g) is not None and len(_ints(g)) == len(e) - 1, "one entry per level, H_0 included (the rest at the start)"),
     ]  # fmt: skip
-    run_check("check_03_plateau_levels", fn, cases, _levels_problem(2e-3), diagnoses)
+    run_check("check_03_dwell", fn, cases, compare, diagnoses)
 
 
-# --- exercise 2: stair onsets ---------------------------------------------------------------------
-
-
-def _ints_problem(got: Any, expected: list[int]) -> str | None:
-    try:
-        values = [int(v) for v in (got.tolist() if isinstance(got, Tensor) else got)]
-    except Exception:
-        return f"expected a list of {len(expected)} integer steps, got {got!r}"
-    if values != expected:
-        return f"expected onsets {expected}, got {values}"
-    return None
+# --- exercise 2: stair onsets -------------------------------------------------------------------------
 
 
 def stair_onsets_reference(steps: Tensor, loss: Tensor, levels: Sequence[float]) -> list[int]:
+    """First step with loss < (H_(k-1) + H_k)/2 for k = 1..L; -1 where never (``ctxlab.rungs.stair_onsets``)."""
     return [int(v) for v in stair_onsets(steps, loss, list(levels))]
 
 
-def _first_below(steps: Tensor, loss: Tensor, value: float, last: bool = False, index: bool = False) -> int:
-    """Step (or index) where ``loss`` first goes below ``value``; with ``last``, its last downward crossing."""
-    below = loss < value
-    crossings = (below & ~torch.cat([torch.tensor([False]), below[:-1]])).nonzero().flatten()
-    if len(crossings) == 0:
-        return -1
-    i = int(crossings[-1] if last else crossings[0])
-    return i if index else int(steps[i])
+def _onset_variant(steps: Tensor, loss: Tensor, levels: Sequence[float], index: bool = False, last: bool = False,
+                   at_level: bool = False, never: int = -1, inclusive: bool = False) -> list[int]:
+    out = []
+    for above, below in zip(levels[:-1], levels[1:]):
+        line = below if at_level else (above + below) / 2
+        hit = loss <= line if inclusive else loss < line
+        if last:  # the step after which it stays below for good
+            stays = torch.flip(torch.cummin(torch.flip(hit.int(), [0]), 0).values, [0]).bool()
+            hit = stays
+        where = hit.nonzero().flatten()
+        if len(where) == 0:
+            out.append(never)
+        else:
+            out.append(int(where[0]) if index else int(steps[where[0]]))
+    return out
 
 
 def check_03_stair_onsets(fn: Callable[[Tensor, Tensor, Sequence[float]], list]) -> None:
     """fn(steps, loss, levels) -> [onset of stair 1, ..., stair L]: first step with loss < (H_(k-1) + H_k)/2, else -1."""
     cases = [Case(label, (steps, loss, levels), stair_onsets_reference(steps, loss, levels), hidden)
              for label, steps, loss, levels, hidden in _curves()]
+    compare = _ints_problem("onsets")
 
-    def variant(index: bool = False, last: bool = False) -> Callable[[Any, Any, Case], bool]:
-        def matches(g, e, c: Case) -> bool:
-            steps, loss, levels = c.args
-            mids = [(a + b) / 2 for a, b in zip(levels[:-1], levels[1:])]
-            want = [_first_below(steps, loss, m, last=last, index=index) for m in mids]
-            return _ints_problem(g, want) is None and want != e
-        return matches
-
-    def at_level(g, e, c: Case) -> bool:
-        steps, loss, levels = c.args
-        want = [_first_below(steps, loss, h) for h in levels[1:]]
-        return _ints_problem(g, want) is None and want != e
+    def variant(**kw) -> Callable[[Any, Any, Case], bool]:
+        return _gives(lambda c: _onset_variant(*c.args, **kw), compare)
 
     diagnoses = [
         Diagnosis(variant(index=True), "those are positions in the arrays, not training steps: return steps[i]"),
-        Diagnosis(at_level, "you waited for the loss to reach H_k itself; a measured plateau often sits a little above it, so use the midpoint (H_(k-1) + H_k) / 2"),
-        Diagnosis(variant(last=True), "that is the last time the loss crossed the midpoint (after a spike): the onset is the first crossing"),
+        Diagnosis(variant(never=0), "a stair that is never reached has onset -1, not 0 (0 would mean: reached at the very start)"),
+        Diagnosis(variant(at_level=True), "you waited for the loss to reach H_k itself; a tread often sits a little above it, so use the midpoint (H_(k-1) + H_k) / 2"),
+        Diagnosis(variant(last=True), "that is when the loss goes below the midpoint for good; the onset is the first time it is below"),
+        Diagnosis(variant(inclusive=True), "a loss exactly equal to the midpoint is not below it: use <, not <="),
     ]  # fmt: skip
-    run_check("check_03_stair_onsets", fn, cases, _ints_problem, diagnoses)
+    run_check("check_03_stair_onsets", fn, cases, compare, diagnoses)
 
 
-# --- exercise 3: the longest first plateau ------------------------------------------------------------
+# --- exercise 3: the largest rise and the rung the curve ends on ------------------------------------
 
 
-def longest_first_plateau_reference(steps: Tensor, losses: Tensor, gammas: Sequence[float], levels: Sequence[float]) -> float:
-    """The γ whose runs (averaged over seeds) take longest to reach the first stair's onset."""
+def rise_and_end_reference(steps: Tensor, loss: Tensor, levels: Sequence[float], tol: float = TOL) -> tuple[float, int | None]:
+    """(largest climb above the running minimum after leaving H_0, rung the final loss is on or None)."""
+    read = measure_rungs(steps, loss, levels, tol)
+    return read.rise, read.ends_on
+
+
+def _rise_variant(steps: Tensor, loss: Tensor, levels: Sequence[float], tol: float = TOL, start: str = "first",
+                  how: str = "running", end: str = "tol") -> tuple[float, int | None]:
+    below = loss < levels[0] - tol
+    if start == "zero":
+        first = 0
+    elif start == "good":  # the last time it goes below H_0 - tol, i.e. when it has left for good
+        above = (~below).nonzero().flatten()
+        first = int(above[-1]) + 1 if len(above) else 0
+    else:
+        first = int(below.nonzero()[0]) if bool(below.any()) else len(loss)
+    after = loss[first:]
+    if len(after) < 2:
+        rise = 0.0
+    elif how == "running":
+        rise = float((after - torch.cummin(after, 0).values).max())
+    elif how == "one-step":
+        rise = max(0.0, float(after.diff().max()))
+    else:  # max minus min
+        rise = float(after.max() - after.min())
+    distance = [abs(float(loss[-1]) - h) for h in levels]
+    nearest = min(range(len(levels)), key=distance.__getitem__)
+    if end == "tol":
+        ends = nearest if distance[nearest] <= tol else None
+    elif end == "minus-one":
+        ends = nearest if distance[nearest] <= tol else -1
+    else:
+        ends = nearest
+    return rise, ends
+
+
+def _rise_problem(got: Any, expected: tuple[float, int | None]) -> str | None:
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        return f"expected a pair (rise, ends_on), got {got!r}"
+    rise = _as_float(got[0])
+    if rise is None or not abs(rise - expected[0]) <= 1e-6:
+        return f"expected a largest rise of {expected[0]:.6f} nats, got {got[0]!r}"
+    want = expected[1]
+    if want is None:
+        return None if got[1] is None else f"the final loss is not within the tolerance of any level: expected None, got {got[1]!r}"
+    if got[1] is None or _as_float(got[1]) != want:
+        return f"expected the curve to end on rung {want}, got {got[1]!r}"
+    return None
+
+
+def check_03_rise_and_end(fn: Callable[[Tensor, Tensor, Sequence[float]], tuple]) -> None:
+    """fn(steps, loss, levels) -> (largest rise after leaving H_0, index of the rung it ends on or None)."""
+    cases = [Case(label, (steps, loss, levels), rise_and_end_reference(steps, loss, levels), hidden)
+             for label, steps, loss, levels, hidden in _curves()]
+
+    def variant(**kw) -> Callable[[Any, Any, Case], bool]:
+        return _gives(lambda c: _rise_variant(*c.args, **kw), _rise_problem)
+
+    def rise_only(**kw) -> Callable[[Any, Any, Case], bool]:
+        def matches(g, e, c: Case) -> bool:
+            want = _rise_variant(*c.args, **kw)[0]
+            return isinstance(g, (tuple, list)) and len(g) == 2 and abs(want - e[0]) > 1e-6 and _as_float(g[0]) is not None and abs(_as_float(g[0]) - want) <= 1e-6
+        return matches
+
+    diagnoses = [
+        Diagnosis(rise_only(start="zero"), "measure rises only after the loss has left H_0 (first below H_0 - tol): wobbles on the starting rest are not rises"),
+        Diagnosis(rise_only(start="good"), "the loss leaves H_0 the first time it goes below H_0 - tol, not when it leaves for good: a climb back onto H_0 is a rise"),
+        Diagnosis(rise_only(how="one-step"), "a rise is how far the loss climbs above the lowest value seen so far (loss - running minimum), not the largest single-step increase"),
+        Diagnosis(rise_only(how="span"), "a rise is measured from the lowest loss seen so far (a running minimum), not from the lowest loss of the whole curve"),
+        Diagnosis(variant(end="minus-one"), "when the final loss is on no rung, return None, not -1"),
+        Diagnosis(variant(end="nearest"), "the curve ends on a rung only if its final loss is within the tolerance of that level; otherwise return None"),
+    ]  # fmt: skip
+    run_check("check_03_rise_and_end", fn, cases, _rise_problem, diagnoses)
+
+
+# --- exercise 4: which γ waits longest before the first stair ---------------------------------------
+
+
+def _wait_means(steps: Tensor, losses: Tensor, gammas: Sequence[float], levels: Sequence[float],
+                never: float | None = None) -> dict[float, float]:
+    """γ (ascending) -> mean wait before stair 1 over its runs; a run that never gets there waits ``never``
+    (default ``steps[-1] + 1``)."""
     onsets = stair_onsets(steps, losses, list(levels))[:, 0].to(torch.float64)
-    onsets = torch.where(onsets < 0, torch.tensor(float(steps[-1]) + 1.0, dtype=torch.float64), onsets)
-    by_gamma = {g: float(onsets[[k for k, gk in enumerate(gammas) if gk == g]].mean()) for g in dict.fromkeys(gammas)}
-    return max(by_gamma, key=by_gamma.get)
+    never = float(steps[-1]) + 1.0 if never is None else never
+    waits = torch.where(onsets < 0, torch.tensor(never, dtype=torch.float64), onsets)
+    return {g: float(waits[[k for k, gk in enumerate(gammas) if gk == g]].mean()) for g in sorted(set(gammas))}
 
 
-def _ensemble(steps: Tensor, runs: Sequence[tuple[float, Sequence[int]]], levels=HIERARCHY, seed: int = 0) -> tuple:
-    """(steps, losses [K, T], gammas [K], levels) from (γ, [first-stair steps of its seeds]) with a fixed ladder."""
+def longest_wait_reference(steps: Tensor, losses: Tensor, gammas: Sequence[float], levels: Sequence[float]) -> float:
+    """The γ whose runs (averaged over seeds) wait longest before stair 1; a run that never gets there
+    counts ``steps[-1] + 1``; ties go to the smaller γ."""
+    means = _wait_means(steps, losses, gammas, levels)
+    return max(means, key=means.get)  # max keeps the first, i.e. the smallest, of equal means
+
+
+def _ensemble(steps: Tensor, runs: Sequence[tuple[float, Sequence[int | None]]], levels=BINARY, seed: int = 0) -> tuple:
+    """(steps, losses [K, T], gammas [K], levels) from (γ, [first-stair step of each seed]); None: never leaves H0."""
     H0, H1, H2, H3 = levels
     losses, gammas = [], []
     for g, firsts in runs:
-        for j, t1 in enumerate(firsts):
-            treads = [(H0, 0), (H1 + 0.004, t1), (H2, t1 + 700), (H3 + 0.006, t1 + 1200)]
+        for t1 in firsts:
+            treads = [(H0,)] if t1 is None else [(H0,), (H1 + 0.003, t1), (H2, t1 + 500), (H3 + 0.002, t1 + 900)]
             losses.append(staircase_curve(steps, treads, seed=seed + len(losses)))
             gammas.append(g)
     return steps, torch.stack(losses), gammas, levels
@@ -202,35 +311,16 @@ def _ensemble(steps: Tensor, runs: Sequence[tuple[float, Sequence[int]]], levels
 
 @cache
 def _ensembles() -> list[tuple[str, tuple, bool]]:
-    s5 = _every(5, 4000)
+    s5 = _every(5, 3000)
     return [
-        ("γ = 0.5, 1, 1.5 with two seeds each", _ensemble(s5, [(0.5, [10, 15]), (1.0, [230, 200]), (1.5, [1700, 1500])]), False),
+        ("γ = 0.5, 1, 1.5 with two seeds each", _ensemble(s5, [(0.5, [10, 15]), (1.0, [180, 200]), (1.5, [1300, 1400])]), False),
         ("a larger learning rate at γ = 1.5 (shorter wait than γ = 1)", _ensemble(s5, [(0.5, [10, 15]), (1.0, [400, 380]), (1.5, [250, 260])], seed=10), True),
         ("seeds disagree: seed 0 of γ = 1.25 waits longest, the mean of γ = 1 is larger",
          _ensemble(s5, [(1.0, [600, 700, 650]), (1.25, [900, 200, 150])], seed=20), True),
-        ("γ listed out of order",
-         _ensemble(s5, [(1.0, [300]), (0.75, [60]), (0.5, [20])], seed=30), True),
+        ("γ listed out of order", _ensemble(s5, [(1.0, [300]), (0.75, [60]), (0.5, [20])], seed=30), True),
+        ("one run of γ = 1.5 never leaves H0", _ensemble(s5, [(1.0, [1300, 1400]), (1.5, [None, 400])], seed=40), True),
+        ("γ = 1 and 1.25 wait equally long on average", _ensemble(s5, [(1.25, [300, 500]), (1.0, [450, 350]), (0.5, [20, 20])], seed=50), True),
     ]
-
-
-def check_03_longest_first_plateau(fn: Callable[[Tensor, Tensor, Sequence[float], Sequence[float]], float]) -> None:
-    """fn(steps, losses [K, T], gammas [K], levels) -> the γ whose seeds wait longest (on average) before stair 1."""
-    cases = [Case(label, args, longest_first_plateau_reference(*args), hidden) for label, args, hidden in _ensembles()]
-
-    def picks(choose: Callable[[Case], float]) -> Callable[[Any, Any, Case], bool]:
-        return lambda g, e, c: _as_float(g) is not None and abs(_as_float(g) - choose(c)) < 1e-9 and abs(choose(c) - e) > 1e-9
-
-    def first_seed(c: Case) -> float:
-        steps, losses, gammas, levels = c.args
-        keep = [gammas.index(g) for g in dict.fromkeys(gammas)]
-        return longest_first_plateau_reference(steps, losses[keep], [gammas[k] for k in keep], levels)
-
-    diagnoses = [
-        Diagnosis(picks(first_seed), "average the wait over all seeds of a γ, not only the first run"),
-        Diagnosis(picks(lambda c: max(c.args[2])), "you returned the largest γ: measure the wait before the first stair in the curves instead of assuming"),
-        Diagnosis(lambda g, e, c: _as_float(g) is not None and float(_as_float(g)).is_integer() and _as_float(g) not in c.args[2], "return the value of γ, not its position in the list"),
-    ]  # fmt: skip
-    run_check("check_03_longest_first_plateau", fn, cases, _gamma_problem, diagnoses)
 
 
 def _gamma_problem(got: Any, expected: float) -> str | None:
@@ -240,3 +330,193 @@ def _gamma_problem(got: Any, expected: float) -> str | None:
     if abs(value - expected) > 1e-9:
         return f"expected γ = {expected:g}, got {value:g}"
     return None
+
+
+def check_03_longest_wait(fn: Callable[[Tensor, Tensor, Sequence[float], Sequence[float]], float]) -> None:
+    """fn(steps, losses [K, T], gammas [K], levels) -> the γ whose seeds wait longest (on average) before stair 1."""
+    cases = [Case(label, args, longest_wait_reference(*args), hidden) for label, args, hidden in _ensembles()]
+
+    def picks(choose: Callable[[Case], float]) -> Callable[[Any, Any, Case], bool]:
+        return lambda g, e, c: _gamma_problem(g, choose(c)) is None and _gamma_problem(choose(c), e) is not None
+
+    def longest(c: Case, never: float | None = None, larger_on_ties: bool = False) -> float:
+        means = _wait_means(*c.args, never=never)
+        order = sorted(means, reverse=larger_on_ties)
+        return max(order, key=means.get)
+
+    def first_seed(c: Case) -> float:
+        steps, losses, gammas, levels = c.args
+        keep = [gammas.index(g) for g in dict.fromkeys(gammas)]
+        return longest_wait_reference(steps, losses[keep], [gammas[k] for k in keep], levels)
+
+    diagnoses = [
+        Diagnosis(picks(first_seed), "average the wait over all seeds of a γ, not only the first run"),
+        Diagnosis(lambda g, e, c: any(picks(lambda c, v=v: longest(c, never=v))(g, e, c) for v in (0.0, -1.0)), "a run that never reaches the first stair (onset -1) has waited the whole run: count its wait as steps[-1] + 1, not 0 or -1"),
+        Diagnosis(picks(lambda c: longest(c, larger_on_ties=True)), "when two γ wait equally long on average, return the smaller γ"),
+        Diagnosis(picks(lambda c: min(_wait_means(*c.args).items(), key=lambda kv: kv[1])[0]), "that γ waits the shortest: return the one whose runs wait longest"),
+        Diagnosis(picks(lambda c: max(c.args[2])), "you returned the largest γ: measure the wait before the first stair in the curves instead of assuming"),
+        Diagnosis(lambda g, e, c: _as_float(g) is not None and float(_as_float(g)).is_integer() and _as_float(g) not in c.args[2], "return the value of γ, not its position in the list"),
+    ]  # fmt: skip
+    run_check("check_03_longest_wait", fn, cases, _gamma_problem, diagnoses)
+
+
+# --- exercise 5: build the staircase -------------------------------------------------------------------
+
+# The headline model on a headline-sized task: hierarchy_task(block=8, n_values=2), Emb-MLP d 32, hidden
+# 128, GELU, no biases, plain full-batch gradient descent at learning rate 1 on the exact population.
+BUILD = {"block": 8, "n_values": 2, "d": 32, "hidden": 128, "lr": 1.0}
+EARLY = 40  # the first steps are compared with ctxlab's own model and gradient descent from the same draws
+EARLY_TOL = 1e-4  # nats; float32 rounding leaves about 1e-7, the mistakes below move them by 1e-3 or more
+SMALL_DWELL = {1: 100, 2: 50}  # γ = 1: steps the curve must rest on H1 and H2 (measured: 133-189 and 71-474)
+MERGED_DWELL = 20  # γ = 0.5: at most a fifth of the 100 steps γ = 1 rests on H1 (measured: 0)
+MAX_RISE = 0.01
+
+
+@cache
+def build_task():
+    """The task of the build-it exercise (``hierarchy_task(block=8, n_values=2)``) and its ladder."""
+    from ctxlab.tasks import hierarchy_task
+    from ctxlab.theory import plateau_levels
+
+    task = hierarchy_task(block=BUILD["block"], n_values=BUILD["n_values"])
+    return task, plateau_levels(task.population)
+
+
+@cache
+def _reference_start(gamma: float, seed: int, steps: int, activation: str = "gelu", exponent: float | None = None,
+                     optimizer: str = "gd", lr: float = BUILD["lr"]) -> Tensor:
+    """Loss at steps 0..``steps`` of ctxlab's Emb-MLP from the exercise's draws (seeded generator; E, W1, W2 in
+    this order), trained by ctxlab's loop. ``exponent`` rescales every weight to std fan_in^(-exponent)."""
+    from ctxlab.models import make_model
+    from ctxlab.train import train
+
+    task, _ = build_task()
+    model = make_model("mlp", task, d=BUILD["d"], hidden=BUILD["hidden"], gamma=gamma, seed=seed, activation=activation)
+    if exponent is not None:
+        with torch.no_grad():
+            for weight, fan_in in ((model.embedding, BUILD["d"]), (model.w1, task.seq_len * BUILD["d"]), (model.w2, BUILD["hidden"])):
+                weight.mul_(fan_in ** (gamma - exponent))
+    traj = train(model, task.population, steps, optimizer=optimizer, lr=lr, record_every=1, progress=False)
+    return traj.loss[0].to(torch.float64)
+
+
+@dataclass(frozen=True)
+class BuildRun:
+    """What one call of the learner's training function must give: the reference's first steps and,
+    for its γ, the rung rules (``small``: rungs present; otherwise merged)."""
+
+    gamma: float
+    seed: int
+    steps: int
+    start: Tensor
+    small: bool
+
+
+def _curve_of(got: Any) -> tuple[list[int], Tensor] | None:
+    try:
+        steps, loss = got
+        values = _ints(steps)
+        loss = torch.as_tensor(loss.detach() if isinstance(loss, Tensor) else loss, dtype=torch.float64).flatten()
+        return (values, loss) if values is not None else None
+    except Exception:
+        return None
+
+
+def _build_problem(got: Any, run: BuildRun) -> str | None:
+    curve = _curve_of(got)
+    if curve is None:
+        return f"expected a pair (steps, loss) of 1-d tensors (or lists), got {type(got).__name__}"
+    steps, loss = curve
+    n = run.steps
+    if len(loss) != n + 1 or steps != list(range(n + 1)):
+        return (f"for {n} steps expected steps 0, 1, ..., {n} and {n + 1} losses (step 0: before any update; "
+                f"step t: after t updates), got {len(steps)} steps from {steps[:1]} to {steps[-1:]} and {len(loss)} losses")
+    if not bool(torch.isfinite(loss).all()):
+        return "the loss became NaN or infinite: the run diverged"
+    start = run.start
+    if not abs(float(loss[0]) - float(start[0])) <= EARLY_TOL:
+        return (f"the loss at step 0 is {float(loss[0]):.6f}; the model of the exercise, drawn from seed {run.seed} at "
+                f"γ = {run.gamma:g}, starts at {float(start[0]):.6f}")
+    early = (loss[:len(start)] - start).abs()
+    if not float(early.max()) <= EARLY_TOL:
+        t = int((early > EARLY_TOL).nonzero()[0])
+        return (f"the loss at step 0 is right, but at step {t} it is {float(loss[t]):.6f} where full-batch gradient "
+                f"descent at learning rate {BUILD['lr']:g} gives {float(start[t]):.6f}")
+    _, levels = build_task()
+    read = measure_rungs(torch.arange(n + 1), loss, levels)
+    dwell = read.dwells()
+    if run.small:
+        for k, least in SMALL_DWELL.items():
+            if dwell[k] < least:
+                return f"at γ = {run.gamma:g} the curve rests {dwell[k]} steps on H{k} (it must rest at least {least}; dwells {dwell})"
+        if read.rise > MAX_RISE:
+            return f"at γ = {run.gamma:g} the loss climbs back by {read.rise:.4f} nats (at most {MAX_RISE} allowed)"
+        if read.ends_on != len(levels) - 1:
+            return f"at γ = {run.gamma:g} the curve should end on H{len(levels) - 1} = {levels[-1]:.4f}; it ends at {read.final:.4f}"
+    elif dwell[1] > MERGED_DWELL:
+        return f"at γ = {run.gamma:g} the curve rests {dwell[1]} steps on H1; standard init should merge the stairs (at most {MERGED_DWELL})"
+    return None
+
+
+def _build_cases() -> list[Case]:
+    cases = []
+    for gamma, seed, steps, hidden in ((0.5, 5, 300, False), (1.0, 5, 1500, False), (0.5, 8, 100, True), (1.0, 8, 1500, True)):
+        start = _reference_start(gamma, seed, min(EARLY, steps))
+        label = f"γ = {gamma:g}, seed {seed}, {steps} steps"
+        cases.append(Case(label, (gamma, seed, steps), BuildRun(gamma, seed, steps, start, gamma >= 1), hidden))
+    return cases
+
+
+def _starts_at(variant: Callable[[BuildRun], float]) -> Callable[[Any, Any, Case], bool]:
+    """A diagnosis predicate: the learner's step-0 loss is the one a mistaken model would start from."""
+
+    def matches(got: Any, run: BuildRun, case: Case) -> bool:
+        curve = _curve_of(got)
+        want = variant(run)
+        return (curve is not None and len(curve[1]) > 0 and abs(want - float(run.start[0])) > EARLY_TOL
+                and abs(float(curve[1][0]) - want) <= EARLY_TOL)
+
+    return matches
+
+
+def _off_by_one_length(got: Any, run: BuildRun, case: Case) -> bool:
+    """n losses for n steps, or steps counted from 1."""
+    curve = _curve_of(got)
+    return curve is not None and (len(curve[1]) == run.steps or curve[0][:1] == [1])
+
+
+def _adam_like(got: Any, run: BuildRun, case: Case) -> bool:
+    curve = _curve_of(got)
+    if curve is None or len(curve[1]) < 6:
+        return False
+    for lr in (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3, 1.0):
+        adam = _reference_start(run.gamma, run.seed, 5, optimizer="adam", lr=lr)
+        if float((curve[1][:6] - adam).abs().max()) <= EARLY_TOL:
+            return True
+    return False
+
+
+def _right_start_wrong_steps(got: Any, run: BuildRun, case: Case) -> bool:
+    curve = _curve_of(got)
+    if curve is None or len(curve[1]) != run.steps + 1 or abs(float(curve[1][0]) - float(run.start[0])) > EARLY_TOL:
+        return False
+    return float((curve[1][:len(run.start)] - run.start).abs().max()) > EARLY_TOL
+
+
+def check_03_build_staircase(fn: Callable[[float, int, int], tuple]) -> None:
+    """fn(gamma, seed, steps) -> (steps 0..n, population loss at each): the headline model trained by plain GD."""
+    d, hidden = BUILD["d"], BUILD["hidden"]
+    fan_ins = f"fan-ins d = {d}, 3d = {3 * d}, hidden = {hidden}"
+    diagnoses = [
+        Diagnosis(_off_by_one_length, "off by one: record the loss before each update and once more after the last one, so that n steps give n + 1 losses at steps 0..n"),
+        Diagnosis(_starts_at(lambda run: float(run.start[1])), "off by one: your loss at step 0 is the loss after the first update; record the loss before you update"),
+        Diagnosis(_starts_at(lambda run: float(_reference_start(run.gamma, run.seed, 0, exponent=0.0)[0])), f"your weights are N(0, 1): scale each draw by fan_in^(-γ) ({fan_ins})"),
+        Diagnosis(_starts_at(lambda run: float(_reference_start(run.gamma, run.seed, 0, exponent=2 * run.gamma)[0])), "N(0, fan_in^(-2γ)) names the variance: the standard deviation, the factor on torch.randn, is fan_in^(-γ)"),
+        Diagnosis(_starts_at(lambda run: float(_reference_start(run.gamma, run.seed, 0, exponent=run.gamma ** 2)[0])), "the scale is fan_in^(-γ), not fan_in^(-γ²)"),
+        Diagnosis(_starts_at(lambda run: float(_reference_start(run.gamma, run.seed, 0, activation="relu")[0])), "the hidden layer uses GELU (torch.nn.functional.gelu), not ReLU"),
+        Diagnosis(_adam_like, "those are Adam's steps: the exercise asks for plain gradient descent, p <- p - lr * grad with lr = 1"),
+        Diagnosis(_right_start_wrong_steps, "your start is right but the updates are not plain full-batch gradient descent on the model of the exercise: no biases (a bias learns even when it starts at 0), the gradient of the whole population's loss every step (no minibatches), p <- p - 1.0 * grad (no Adam, no momentum)"),
+        Diagnosis(lambda g, run, c: _curve_of(g) is not None and len(_curve_of(g)[1]) == run.steps + 1
+                  and abs(float(_curve_of(g)[1][0]) - float(run.start[0])) > EARLY_TOL, f"your step-0 loss is not that of the model of the exercise: draw E [V, d], W1 [3d, hidden], W2 [hidden, 2] in this order with torch.randn(..., generator=torch.Generator().manual_seed(seed)), multiply each by fan_in^(-γ) ({fan_ins}), no biases, GELU; and return the loss your training loop recorded, not a curve made some other way"),
+    ]  # fmt: skip
+    run_check("check_03_build_staircase", fn, _build_cases(), _build_problem, diagnoses)
