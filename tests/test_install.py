@@ -119,7 +119,7 @@ def colab_venv(tmp_path_factory) -> Path:
     """A fresh virtual environment holding Colab's kind of preinstalled packages, and no ctxlab."""
     venv = tmp_path_factory.mktemp("colab") / "venv"
     run([sys.executable, "-m", "venv", venv])
-    # --no-compile: byte-compiling torch's thousands of modules is most of the install's CPU time
+    # --no-compile: skip byte-compiling the thousands of modules (torch's above all) never imported here
     run([venv / "bin/python", "-m", "pip", "install", "-q", "--no-compile", torch_pin(), *COLAB_PACKAGES])
     return venv
 
