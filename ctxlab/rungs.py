@@ -80,6 +80,16 @@ def crossing_step(steps: Tensor, curve: Tensor, level: float, below: bool = True
     return torch.where(first >= 0, steps[first.clamp_min(0)], torch.full_like(first, -1))
 
 
+def halfway_step(steps: Tensor, curve: Tensor, fraction: float = 0.5) -> Tensor:
+    """First step where ``curve`` [..., T] has covered ``fraction`` of its way from start to end
+    (rising or falling): when a norm or a share arrives, whatever its final size."""
+    start, end = curve[..., :1], curve[..., -1:]
+    level = start + fraction * (end - start)
+    rising = (end > start).squeeze(-1)
+    hit = torch.where(rising[..., None], curve >= level, curve <= level)
+    return steps[hit.float().argmax(-1)]
+
+
 def stair_onsets(steps: Tensor, loss: Tensor, levels: Sequence[float]) -> Tensor:
     """Onset of stair k (k = 1..len(levels)-1): first step with loss < (H_{k-1} + H_k) / 2.
 

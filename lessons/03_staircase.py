@@ -46,7 +46,7 @@ import torch
 
 from ctxlab import align, plots
 from ctxlab.experiments import level_names, staircase
-from ctxlab.rungs import measure_runs
+from ctxlab.rungs import halfway_step, measure_runs
 from ctxlab.signatures import conditional_entropy
 from ctxlab.tasks import Dataset, hierarchy_task
 
@@ -154,7 +154,7 @@ print("γ = 1: each order's share is < 0.05 before its rung and > 0.2 on it, in 
 on_h1 = [traj.index(reads[k].rungs[1].middle) for k in small]
 print("on H1, order 1 holds > 0.9 of the displacement in every seed:",
       all(float(result.shares[k, i, 0]) > 0.9 for k, i in zip(small, on_h1)))
-role_onsets = {role: align.onset_step(traj.steps, curve[small]) for role, curve in result.norms.items()}
+role_onsets = {role: halfway_step(traj.steps, curve[small]) for role, curve in result.norms.items()}
 print("roles start moving in the order key -> anchor1 -> anchor2 in every seed:",
       bool(((role_onsets["key"] < role_onsets["anchor1"]) & (role_onsets["anchor1"] < role_onsets["anchor2"])).all()))
 

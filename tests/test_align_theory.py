@@ -126,14 +126,15 @@ def test_cli_rejects_bad_input(capsys):
     assert main(["staircase", "--optimizer", "lion", "--steps", "5", "--out", "/tmp/ctxlab-bad"]) == 2
 
 
-def test_onset_step_and_role_norms():
-    from ctxlab.align import onset_step, role_norms
+def test_halfway_step_and_role_norms():
+    from ctxlab.align import role_norms
+    from ctxlab.rungs import halfway_step
     from ctxlab.train import Trajectory
 
     steps = torch.arange(0, 101, 10)
     rising = torch.tensor([0.0, 0, 0, 0.1, 0.6, 0.9, 1, 1, 1, 1, 1])
-    assert int(onset_step(steps, rising, 0.5)) == 40
-    assert int(onset_step(steps, 1 - rising, 0.5)) == 40  # falling curves work the same way
+    assert int(halfway_step(steps, rising, 0.5)) == 40
+    assert int(halfway_step(steps, 1 - rising, 0.5)) == 40  # falling curves work the same way
     emb = torch.zeros(1, 2, 4, 3)
     emb[0, 1, :2] = 1.0  # the two "key" tokens move, the others stay
     traj = Trajectory(torch.tensor([0, 1]), torch.zeros(1, 2), emb)
