@@ -11,8 +11,8 @@ from torch import Tensor
 from ctxlab.checks.core import (
     Case,
     Diagnosis,
-    _as_tensor,
-    _close,
+    as_tensor,
+    all_close,
     integer_equal,
     number_close,
     reweighted,
@@ -51,12 +51,12 @@ def check_01_order1_signature(fn: Callable[[Dataset], Tensor]) -> None:
     cases = [Case(label, (data,), _order1_reference(data), hidden) for label, data, hidden in _datasets()]
 
     def position_blocks(t: Tensor, data: Dataset) -> Tensor:
-        return _as_tensor(t).double().reshape(data.vocab_size, data.seq_len, data.n_labels)
+        return as_tensor(t).double().reshape(data.vocab_size, data.seq_len, data.n_labels)
 
     def label_major(got, exp, case) -> bool:
         d = case.args[0]
         swapped = exp.reshape(d.vocab_size, d.seq_len, d.n_labels).transpose(1, 2).reshape(d.vocab_size, -1)
-        return _close(got, swapped)
+        return all_close(got, swapped)
 
     def joint_not_conditional(got, exp, case) -> bool:
         sums = position_blocks(got, case.args[0]).sum(-1)
@@ -69,11 +69,11 @@ def check_01_order1_signature(fn: Callable[[Dataset], Tensor]) -> None:
         return bool(empty.any()) and torch.allclose(g[~empty], e[~empty], atol=1e-4)
 
     diagnoses = [
-        Diagnosis(lambda g, e, c: _close(_as_tensor(g).T, e), "looks transposed: rows are tokens [V], columns (position, label) [L*C]"),
+        Diagnosis(lambda g, e, c: all_close(as_tensor(g).T, e), "looks transposed: rows are tokens [V], columns (position, label) [L*C]"),
         Diagnosis(label_major, "columns in the wrong order: put position i's labels together, column i*C + y"),
         Diagnosis(zeros_for_absent, "where token s never sits at position i, fill in P(y) (the order-0 signature), not 0"),
         Diagnosis(joint_not_conditional, "each (token, position) block must sum to 1 over labels: divide the weighted counts by P(x_i = s)"),
-        Diagnosis(lambda g, e, c: _close(g, _order1_reference(_uniform(c.args[0]))), "you ignored data.weights: weight each row's label distribution by its weight"),
+        Diagnosis(lambda g, e, c: all_close(g, _order1_reference(_uniform(c.args[0]))), "you ignored data.weights: weight each row's label distribution by its weight"),
     ]  # fmt: skip
     run_check("check_01_order1_signature", fn, cases, tensor_close(atol=1e-5), diagnoses)
 
@@ -138,10 +138,10 @@ def check_01_pair_interaction(fn: Callable[[Dataset, int, int], Tensor]) -> None
         return joint(d, (i, j)).sum(-1, keepdim=True) > 0
 
     diagnoses = [
-        Diagnosis(lambda g, e, c: _close(_as_tensor(g).transpose(0, 1), e), "axes swapped: axis 0 is the token at position i, axis 1 the token at position j"),
-        Diagnosis(lambda g, e, c: _close(g, raw(c)), "that is P(y | x_i = s, x_j = t) itself: subtract both order-1 terms and add back P(y)"),
-        Diagnosis(lambda g, e, c: _close(g, e - p_y(c) * occurs(c)), "forgot to add back P(y): inclusion-exclusion has four terms"),
-        Diagnosis(lambda g, e, c: _close(_as_tensor(g) * occurs(c), e) and not _close(g, e), "set the term to 0 where the pair (s, t) never occurs at positions (i, j)"),
+        Diagnosis(lambda g, e, c: all_close(as_tensor(g).transpose(0, 1), e), "axes swapped: axis 0 is the token at position i, axis 1 the token at position j"),
+        Diagnosis(lambda g, e, c: all_close(g, raw(c)), "that is P(y | x_i = s, x_j = t) itself: subtract both order-1 terms and add back P(y)"),
+        Diagnosis(lambda g, e, c: all_close(g, e - p_y(c) * occurs(c)), "forgot to add back P(y): inclusion-exclusion has four terms"),
+        Diagnosis(lambda g, e, c: all_close(as_tensor(g) * occurs(c), e) and not all_close(g, e), "set the term to 0 where the pair (s, t) never occurs at positions (i, j)"),
     ]  # fmt: skip
     run_check("check_01_pair_interaction", fn, cases, tensor_close(atol=1e-5), diagnoses)
 

@@ -9,7 +9,7 @@ import torch
 from torch import Tensor
 
 from ctxlab.align import cka
-from ctxlab.checks.core import Case, Diagnosis, _as_float, _as_tensor, number_close, run_check
+from ctxlab.checks.core import Case, Diagnosis, as_float, as_tensor, number_close, run_check
 from ctxlab.signatures import label_signature
 from ctxlab.tasks import hierarchy_task, xor_task
 
@@ -56,7 +56,7 @@ def check_02_linear_cka(fn: Callable[[Tensor, Tensor], float]) -> None:
     cases = [Case(label, (E, S), float(cka(E, S)), hidden) for label, E, S, hidden in _pairs()]
 
     def is_(value: Callable[[Case], float]) -> Callable[[Any, Any, Case], bool]:
-        return lambda g, e, c: abs(_as_float(g) - value(c)) < 1e-6 and abs(_as_float(g) - e) > 1e-6
+        return lambda g, e, c: abs(as_float(g) - value(c)) < 1e-6 and abs(as_float(g) - e) > 1e-6
 
     def centred(c: Case) -> tuple[Tensor, Tensor]:
         E, S = c.args
@@ -80,7 +80,7 @@ def check_02_linear_cka(fn: Callable[[Tensor, Tensor], float]) -> None:
 
 def _rotation_problem(got: Any, E: Tensor) -> str | None:
     """What is wrong with (fn(E, seed), fn(E, seed) again, fn(E, seed + 1)) as random rotations of E."""
-    outs = [_as_tensor(g) for g in got]
+    outs = [as_tensor(g) for g in got]
     if any(o is None or tuple(o.shape) != tuple(E.shape) for o in outs):
         return f"expected E @ Q with the shape of E {tuple(E.shape)}, got {[None if o is None else tuple(o.shape) for o in outs]}"
     first, again, other = (o.double() for o in outs)
@@ -130,7 +130,7 @@ def shuffled_cka_reference(E: Tensor, S: Tensor, n: int, seed: int) -> float:
 
 def _baseline_problem(got: Any, expected: tuple[float, float]) -> str | None:
     value, tolerance = expected
-    first, again = (_as_float(g) for g in got)
+    first, again = (as_float(g) for g in got)
     if first is None or again is None:
         return f"expected a number, got {type(got[0]).__name__}"
     if first != again:

@@ -7,7 +7,7 @@ from typing import Any, Callable
 import torch
 from torch import Tensor
 
-from ctxlab.checks.core import Case, Diagnosis, _as_float, _as_tensor, reweighted, run_check
+from ctxlab.checks.core import Case, Diagnosis, as_float, as_tensor, reweighted, run_check
 from ctxlab.models import EmbMLP
 from ctxlab.signatures import joint
 from ctxlab.tasks import Dataset, Task, hierarchy_task, with_token_frequencies, xor_task, zipf
@@ -48,7 +48,7 @@ def _velocity_cases() -> list[Case]:
 
 def _velocity_compare(got: Any, expected: tuple[Tensor, Tensor]) -> str | None:
     reference, autograd = expected
-    g = _as_tensor(got)
+    g = as_tensor(got)
     if g is None:
         return f"expected a tensor of shape {tuple(reference.shape)}, got {type(got).__name__}"
     if tuple(g.shape) != tuple(reference.shape):
@@ -64,7 +64,7 @@ def _velocity_compare(got: Any, expected: tuple[Tensor, Tensor]) -> str | None:
 
 
 def _scaled(got: Any, expected: tuple[Tensor, Tensor], factor: float) -> bool:
-    g, ref = _as_tensor(got).double(), expected[0].double()
+    g, ref = as_tensor(got).double(), expected[0].double()
     return bool(torch.allclose(g, factor * ref, rtol=1e-3, atol=1e-9 * float(ref.abs().max())))
 
 
@@ -87,7 +87,7 @@ def check_04_e1_velocity(fn: Callable[[EmbMLP, Dataset], Tensor]) -> None:
     diagnoses = [
         Diagnosis(lambda g, e, c: _scaled(g, e, 2.0), "twice too big: multiply by sigma'(0), which is 1/2 for GELU (gelu(u) ~ u/2 near 0)"),
         Diagnosis(lambda g, e, c: _scaled(g, e, 0.5), "half too small: sigma'(0) is 1/2 for GELU but 1 for tanh; look at model.activation"),
-        Diagnosis(lambda g, e, c: bool(torch.allclose(_as_tensor(g).double(), _conditional_drive(*c.args), rtol=1e-3, atol=1e-12)),
+        Diagnosis(lambda g, e, c: bool(torch.allclose(as_tensor(g).double(), _conditional_drive(*c.args), rtol=1e-3, atol=1e-12)),
                   "you used P(y | x_i = s) - u: weight it by the token's frequency pi_i(s), i.e. use the joint P(x_i = s, y) - pi_i(s) u"),
     ]  # fmt: skip
     run_check("check_04_e1_velocity", fn, _velocity_cases(), _velocity_compare, diagnoses)
@@ -136,7 +136,7 @@ def _ratio_cases() -> list[Case]:
 
 def _relative(rtol: float):
     def compare(got: Any, expected: float) -> str | None:
-        value = _as_float(got)
+        value = as_float(got)
         if value is None:
             return f"expected a number, got {type(got).__name__}"
         if not abs(value - expected) <= rtol * abs(expected):

@@ -9,7 +9,7 @@ from typing import Any, Callable
 import torch
 from torch import Tensor
 
-from ctxlab.checks.core import Case, Diagnosis, _as_tensor, _close, reweighted, run_check, tensor_close
+from ctxlab.checks.core import Case, Diagnosis, as_tensor, all_close, reweighted, run_check, tensor_close
 from ctxlab.models import LinearEmb
 from ctxlab.tasks import Dataset, hierarchy_task, modes_task, xor_task
 from ctxlab.theory import correlation_modes, fit_growth_rate, input_output_correlation, mode_strengths, product_map
@@ -56,10 +56,10 @@ def check_05_singular_values(fn: Callable[[Dataset], Tensor]) -> None:
     """fn(data) -> [C]: the singular values of Sigma_yx[:, i*V + s] = pi_i(s) (P(y | x_i = s) - u), descending."""
     cases = [Case(label, (d,), singular_values_reference(d), hidden) for label, d, hidden in _datasets()]
     diagnoses = [
-        Diagnosis(lambda g, e, c: _close(g, _svals(_blocks(c.args[0], "u", False))), "each column needs the token's frequency pi_i(s): the drive is P(x_i = s, y) - pi_i(s)/C"),
-        Diagnosis(lambda g, e, c: _close(g, _svals(_blocks(c.args[0], "none", True))), "subtract the uniform distribution u = 1/C: at small init the model already predicts u"),
-        Diagnosis(lambda g, e, c: _close(g, _svals(_blocks(c.args[0], "p_y", True))), "centre with u = 1/C (what the model predicts at init), not with the label marginal P(y)"),
-        Diagnosis(lambda g, e, c: _close(_as_tensor(g).flip(0), e), "sort the singular values in descending order"),
+        Diagnosis(lambda g, e, c: all_close(g, _svals(_blocks(c.args[0], "u", False))), "each column needs the token's frequency pi_i(s): the drive is P(x_i = s, y) - pi_i(s)/C"),
+        Diagnosis(lambda g, e, c: all_close(g, _svals(_blocks(c.args[0], "none", True))), "subtract the uniform distribution u = 1/C: at small init the model already predicts u"),
+        Diagnosis(lambda g, e, c: all_close(g, _svals(_blocks(c.args[0], "p_y", True))), "centre with u = 1/C (what the model predicts at init), not with the label marginal P(y)"),
+        Diagnosis(lambda g, e, c: all_close(as_tensor(g).flip(0), e), "sort the singular values in descending order"),
     ]  # fmt: skip
     run_check("check_05_singular_values", fn, cases, tensor_close(atol=1e-6), diagnoses)
 

@@ -12,8 +12,8 @@ from torch import Tensor
 from ctxlab.checks.core import (
     Case,
     Diagnosis,
-    _as_tensor,
-    _close,
+    as_tensor,
+    all_close,
     reweighted,
     run_check,
     tensor_close,
@@ -60,18 +60,18 @@ def check_06_pair_residual(fn: Callable[[Dataset, Tensor, int, int], Tensor]) ->
         data = c.args[0]
         mass = joint(data, (min(c.args[2:]), max(c.args[2:]))).sum(-1)
         mass = mass if c.args[2] < c.args[3] else mass.T
-        return _close(g, e * mass[..., None], 1e-6)
+        return all_close(g, e * mass[..., None], 1e-6)
 
     def ignores_weights(g: Any, e: Tensor, c: Case) -> bool:
         data, p, i, j = c.args
         flat = Dataset(data.x, data.y, data.vocab_size, data.n_labels, torch.full((data.n,), 1.0 / data.n))
-        return not _close(e, pair_residual(flat, p, i, j)) and _close(g, pair_residual(flat, p, i, j))
+        return not all_close(e, pair_residual(flat, p, i, j)) and all_close(g, pair_residual(flat, p, i, j))
 
     diagnoses = [
-        Diagnosis(lambda g, e, c: _close(g, -e), "sign flipped: the residual is e_y - p (target minus prediction)"),
+        Diagnosis(lambda g, e, c: all_close(g, -e), "sign flipped: the residual is e_y - p (target minus prediction)"),
         Diagnosis(joint_not_conditional, "you summed instead of averaging: divide by P(x_i = s, x_j = t) to get a conditional mean"),
         Diagnosis(ignores_weights, "weight each row by data.weights (the population probability), not 1/N"),
-        Diagnosis(lambda g, e, c: _close(_as_tensor(g).transpose(0, 1), e) and not _close(g, e),
+        Diagnosis(lambda g, e, c: all_close(as_tensor(g).transpose(0, 1), e) and not all_close(g, e),
                   "axes swapped: the first axis is the token at position i, the second the token at position j"),
     ]  # fmt: skip
     run_check("check_06_pair_residual", fn, _residual_cases(), tensor_close(1e-4), diagnoses)

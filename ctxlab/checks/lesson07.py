@@ -11,8 +11,8 @@ from torch import Tensor
 from ctxlab.checks.core import (
     Case,
     Diagnosis,
-    _as_tensor,
-    _close,
+    as_tensor,
+    all_close,
     run_check,
     tensor_close,
 )
@@ -44,16 +44,16 @@ def check_07_uniform_output(fn: Callable[[EmbAttention, Tensor], Tensor]) -> Non
 
     def no_positions(g: Any, e: Tensor, c: Case) -> bool:
         model, x = c.args
-        return _close(g, model.embedding.detach()[:, x].mean(2) @ model.w_v.detach(), 1e-6)
+        return all_close(g, model.embedding.detach()[:, x].mean(2) @ model.w_v.detach(), 1e-6)
 
     def no_values(g: Any, e: Tensor, c: Case) -> bool:
         model, x = c.args
-        return _close(g, (model.embedding.detach()[:, x] + model.position.detach()[:, None]).mean(2), 1e-6)
+        return all_close(g, (model.embedding.detach()[:, x] + model.position.detach()[:, None]).mean(2), 1e-6)
 
     diagnoses = [
         Diagnosis(no_positions, "add the position embeddings: every h_j = E[x_j] + P_j (model.position)"),
         Diagnosis(no_values, "the attention output is a weighted mean of *values* h_j W_V: multiply by model.w_v"),
-        Diagnosis(lambda g, e, c: _close(g, e * c.args[1].shape[1], 1e-6),
+        Diagnosis(lambda g, e, c: all_close(g, e * c.args[1].shape[1], 1e-6),
                   "uniform weights are 1/L each: take the mean over positions, not the sum"),
     ]  # fmt: skip
     run_check("check_07_uniform_output", fn, _uniform_cases(), tensor_close(1e-5), diagnoses)
@@ -96,17 +96,17 @@ def check_07_leaves_uniform(fn: Callable[..., Tensor]) -> None:
     def as_index(g: Any, e: Tensor, c: Case) -> bool:
         s = torch.as_tensor(c.args[0])
         idx = torch.as_tensor([int((s == v).nonzero()[0]) if v >= 0 else -1 for v in e.tolist()])
-        return not torch.equal(idx, e) and _close(g, idx)
+        return not torch.equal(idx, e) and all_close(g, idx)
 
     def one_sided(g: Any, e: Tensor, c: Case) -> bool:
         w = torch.as_tensor(c.args[1], dtype=torch.float64)
         tol = c.args[3] if len(c.args) > 3 else 0.01
-        return _close(g, leaves_uniform(c.args[0], 1.0 / c.args[2] + (w - 1.0 / c.args[2]).clamp_min(0), c.args[2], tol))
+        return all_close(g, leaves_uniform(c.args[0], 1.0 / c.args[2] + (w - 1.0 / c.args[2]).clamp_min(0), c.args[2], tol))
 
     def from_start(g: Any, e: Tensor, c: Case) -> bool:
         w = torch.as_tensor(c.args[1], dtype=torch.float64)
         tol = c.args[3] if len(c.args) > 3 else 0.01
-        return _close(g, leaves_uniform(c.args[0], w - w[:, :1] + 1.0 / c.args[2], c.args[2], tol))
+        return all_close(g, leaves_uniform(c.args[0], w - w[:, :1] + 1.0 / c.args[2], c.args[2], tol))
 
     diagnoses = [
         Diagnosis(as_index, "return the training *step* (steps[t]), not the index t of the record"),
@@ -115,7 +115,7 @@ def check_07_leaves_uniform(fn: Callable[..., Tensor]) -> None:
     ]
 
     def compare(got: Any, expected: Tensor) -> str | None:
-        g = _as_tensor(got)
+        g = as_tensor(got)
         if g is None or tuple(g.shape) != tuple(expected.shape):
             return f"expected a tensor of shape {tuple(expected.shape)} (one step per model)"
         if not torch.equal(g.long(), expected.long()):

@@ -16,33 +16,13 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ctxlab.checks.core import Case, Diagnosis, _as_float, run_check, tensor_close
+from ctxlab.checks.core import Case, Diagnosis, as_float, run_check, tensor_close
+from ctxlab.synthetic import small_init_table, synthetic_phase_map
 
 LAYERNORM_EPS = 1e-5  # torch.nn.functional.layer_norm's default
 
 
 # --- exercise 1: the corner without a first plateau ---------------------------------------------
-
-
-def synthetic_phase_map(gammas: Sequence[float], lrs: Sequence[float], steps: int = 800, unstable: float = math.inf,
-                        stuck: tuple[int, int] | None = None, knob_lengthens: bool = False) -> Tensor:
-    """A plateau map [G, R]: rest ~ (e^(3(gamma-0.5)) - 1.3) / lr, capped at ``steps``; NaN for lr >= ``unstable``.
-
-    ``stuck`` keeps one cell of an unstable column finite (a run that got stuck instead of blowing up);
-    ``knob_lengthens`` makes the column knob lengthen the rest instead (e.g. weight decay).
-    """
-    rows = []
-    for g in gammas:
-        row = []
-        for r in lrs:
-            factor = (1.0 + 40.0 * r) if knob_lengthens else 1.0 / r
-            row.append(min(float(steps), max(0.0, round(120.0 * (math.exp(3.0 * (g - 0.5)) - 1.3) * factor / 5) * 5)))
-        rows.append(row)
-    plateau = torch.tensor(rows, dtype=torch.float64)
-    plateau[:, torch.tensor([r >= unstable for r in lrs], dtype=torch.bool)] = torch.nan
-    if stuck is not None:
-        plateau[stuck] = 265.0
-    return plateau
 
 
 def no_plateau_corner_reference(gammas: Sequence[float], lrs: Sequence[float], plateau: Tensor) -> tuple[float, float]:
@@ -78,7 +58,7 @@ def _maps() -> list[tuple[str, tuple, bool]]:
 def _corner_problem(got: Any, expected: tuple[float, float]) -> str | None:
     if not isinstance(got, (tuple, list)) or len(got) != 2:
         return f"expected a pair (gamma, lr), got {got!r}"
-    values = [_as_float(v) for v in got]
+    values = [as_float(v) for v in got]
     if None in values:
         return f"expected two numbers (gamma, lr), got {got!r}"
     if any(abs(v - e) > 1e-9 for v, e in zip(values, expected)):
@@ -123,12 +103,6 @@ def layernorm_norms_reference(E: Tensor) -> Tensor:
     E = torch.as_tensor(E, dtype=torch.float64)
     centred = E - E.mean(-1, keepdim=True)
     return (centred / (centred.pow(2).mean(-1, keepdim=True) + LAYERNORM_EPS).sqrt()).norm(dim=-1)
-
-
-def small_init_table(vocab: int, d: int, gamma: float, seed: int, offset: float = 0.0) -> Tensor:
-    """An embedding table [V, d] ~ N(0, d^(-2 gamma)) (plus a constant ``offset``), float64."""
-    g = torch.Generator().manual_seed(seed)
-    return torch.randn(vocab, d, generator=g, dtype=torch.float64) * d ** (-gamma) + offset
 
 
 @cache

@@ -15,13 +15,13 @@ from ctxlab.align import cka
 from ctxlab.checks.core import (
     Case,
     Diagnosis,
-    _as_tensor,
-    _close,
+    as_tensor,
+    all_close,
     number_close,
     run_check,
     tensor_close,
 )
-from ctxlab.checks.lesson09 import _counts, _streams
+from ctxlab.checks.lesson09 import bigram_counts, token_streams
 from ctxlab.signatures import bigram_signature
 
 # --- exercise 1: the bigram signature from counts --------------------------------------------------
@@ -38,19 +38,19 @@ def _rows(m: Tensor) -> Tensor:
 
 def check_10_bigram_signature(fn: Callable[[Tensor, int], Tensor]) -> None:
     """fn(tokens, V) -> [V, 2V]: columns 0..V-1 P(next = b | s), columns V..2V-1 P(previous = a | s)."""
-    cases = [Case(label, (tokens, V), signature_from_counts(tokens, V), hidden) for label, tokens, V, hidden in _streams()]
+    cases = [Case(label, (tokens, V), signature_from_counts(tokens, V), hidden) for label, tokens, V, hidden in token_streams()]
 
     def halves(c: Case) -> tuple[Tensor, Tensor]:
-        C = _counts(*c.args)
+        C = bigram_counts(*c.args)
         return _rows(C), _rows(C.T)
 
     diagnoses = [
-        Diagnosis(lambda g, e, c: _close(g, torch.cat(halves(c)[::-1], 1)), "the halves are swapped: P(next | s) first, then P(previous | s)"),
-        Diagnosis(lambda g, e, c: _close(g, torch.cat([halves(c)[0], _rows(_counts(*c.args)).T], 1)),
+        Diagnosis(lambda g, e, c: all_close(g, torch.cat(halves(c)[::-1], 1)), "the halves are swapped: P(next | s) first, then P(previous | s)"),
+        Diagnosis(lambda g, e, c: all_close(g, torch.cat([halves(c)[0], _rows(bigram_counts(*c.args)).T], 1)),
                   "the second half is P(s | previous) transposed: to condition on s, normalise the counts of (previous, s) over the previous token"),
-        Diagnosis(lambda g, e, c: _close(g, torch.cat([_counts(*c.args), _counts(*c.args).T], 1) / (len(c.args[0]) - 1)),
+        Diagnosis(lambda g, e, c: all_close(g, torch.cat([bigram_counts(*c.args), bigram_counts(*c.args).T], 1) / (len(c.args[0]) - 1)),
                   "those are joint probabilities P(s, next): divide each row by its own total, not by the number of pairs"),
-        Diagnosis(lambda g, e, c: _as_tensor(g).shape[-1] == c.args[1], "only one half: the signature has 2V columns, next-token AND previous-token distributions"),
+        Diagnosis(lambda g, e, c: as_tensor(g).shape[-1] == c.args[1], "only one half: the signature has 2V columns, next-token AND previous-token distributions"),
     ]  # fmt: skip
     run_check("check_10_bigram_signature", fn, cases, tensor_close(atol=1e-5), diagnoses)
 

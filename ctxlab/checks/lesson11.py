@@ -17,8 +17,8 @@ from ctxlab.align import neighbour_overlap, signature_classes, stair_onsets
 from ctxlab.checks.core import (
     Case,
     Diagnosis,
-    _as_tensor,
-    _close,
+    as_tensor,
+    all_close,
     number_close,
     reweighted,
     run_check,
@@ -85,7 +85,7 @@ def check_11_signature_table(fn: Callable[[Dataset, int, Sequence[int], float], 
     """
 
     def compare(got: Any, expected: Tensor) -> str | None:
-        g = _as_tensor(got)
+        g = as_tensor(got)
         if g is None:
             return f"expected a tensor of shape {tuple(expected.shape)}, got {type(got).__name__}"
         if tuple(g.shape) != tuple(expected.shape):
@@ -101,18 +101,18 @@ def check_11_signature_table(fn: Callable[[Dataset, int, Sequence[int], float], 
 
     def matches(**change) -> Callable[[Any, Any, Case], bool]:
         def test(g: Any, e: Tensor, c: Case) -> bool:
-            g = _as_tensor(g)
+            g = as_tensor(g)
             alt = _variant(*c.args, **change)
             return not _same_table(alt, e) and _same_table(g.double() * (alt.norm() / g.double().norm()), alt)
         return test
 
     def unscaled(g: Any, e: Tensor, c: Case) -> bool:
-        g = _as_tensor(g).double()
+        g = as_tensor(g).double()
         return abs(float(g.norm()) - c.args[3]) > 1e-3 * c.args[3] and _same_table(g * (c.args[3] / g.norm()), e)
 
     def missing_order(g: Any, e: Tensor, c: Case) -> bool:
         data, d, orders, norm = c.args
-        g = _as_tensor(g).double()
+        g = as_tensor(g).double()
         for subset in [orders[:-1], orders[1:], (orders[-1],)]:
             alt = signature_embedding(data, d, subset, norm) if subset else None
             if alt is not None and not _same_table(alt, e) and _same_table(g * (norm / g.norm()), alt):
@@ -120,11 +120,11 @@ def check_11_signature_table(fn: Callable[[Dataset, int, Sequence[int], float], 
         return False
 
     def transposed(g: Any, e: Tensor, c: Case) -> bool:
-        g = _as_tensor(g)
+        g = as_tensor(g)
         return g.ndim == 2 and g.shape[0] != e.shape[0] and g.shape[-1] == e.shape[0]
 
     def unpadded(g: Any, e: Tensor, c: Case) -> bool:
-        g = _as_tensor(g)
+        g = as_tensor(g)
         return g.ndim == 2 and g.shape[0] == e.shape[0] and g.shape[1] != e.shape[1]
 
     diagnoses = [
@@ -321,19 +321,19 @@ def check_11_held_out_accuracy(fn: Callable[[Callable, Task], Tensor]) -> None:
 
     def on_trained(g, e, c: Case) -> bool:
         model, task = c.args
-        return _close(g, accuracy(model(task.population.x), task.population))
+        return all_close(g, accuracy(model(task.population.x), task.population))
 
     def counts_copy(g, e, c: Case) -> bool:
         model, task = c.args
         out = held_out_outcomes(model(task.info["held_out"].x), task)
-        return _close(g, out["composed"] + out["symmetric"])
+        return all_close(g, out["composed"] + out["symmetric"])
 
     def only_copy(g, e, c: Case) -> bool:
         model, task = c.args
-        return _close(g, held_out_outcomes(model(task.info["held_out"].x), task)["symmetric"])
+        return all_close(g, held_out_outcomes(model(task.info["held_out"].x), task)["symmetric"])
 
     diagnoses = [
-        Diagnosis(lambda g, e, c: _close(g, e.mean()) or _close(g, e.mean().expand_as(e)),
+        Diagnosis(lambda g, e, c: all_close(g, e.mean()) or all_close(g, e.mean().expand_as(e)),
                   "one number per model: average over the keys (last axis of the predictions), not over models"),
         Diagnosis(on_trained, "that is the accuracy on the training pairs: evaluate on task.info['held_out'] instead"),
         Diagnosis(counts_copy, "the reverse pair's label (task.info['symmetric_labels']) is a copy, not a composition: "
@@ -365,17 +365,17 @@ def check_11_line_up(fn: Callable[[Tensor, Tensor, Tensor], float]) -> None:
     def pc1_share(g, e, c: Case) -> bool:
         E, t, _ = c.args
         sv = torch.linalg.svdvals((E[t] - E[t].mean(0)).double())
-        return _close(g, float(sv[0] ** 2 / (sv**2).sum()), 1e-4)
+        return all_close(g, float(sv[0] ** 2 / (sv**2).sum()), 1e-4)
 
     def uncentred(g, e, c: Case) -> bool:
         E, t, v = c.args
         X, vv = E[t].double(), v.double()
-        return _close(g, float((vv @ X).pow(2).sum() / (vv @ vv) / X.pow(2).sum()), 1e-4)
+        return all_close(g, float((vv @ X).pow(2).sum() / (vv @ vv) / X.pow(2).sum()), 1e-4)
 
     def value_not_centred(g, e, c: Case) -> bool:
         E, t, v = c.args
         X, vv = (E[t] - E[t].mean(0)).double(), v.double()
-        return _close(g, float((vv @ X).pow(2).sum() / (vv @ vv) / X.pow(2).sum()), 1e-4)
+        return all_close(g, float((vv @ X).pow(2).sum() / (vv @ vv) / X.pow(2).sum()), 1e-4)
 
     diagnoses = [
         Diagnosis(pc1_share, "that is the share of the first principal axis, which ignores the values: "
@@ -436,7 +436,7 @@ def check_11_knn_overlap(fn: Callable[[Tensor, Tensor, int], Tensor]) -> None:
     cases = [Case(label, args, knn_overlap(*args), hidden) for label, args, hidden in _overlap_inputs()]
 
     def variant(rule: Callable[[Tensor, Tensor, int], Tensor]) -> Callable:
-        return lambda g, e, c: _close(g, rule(*c.args)) and not _close(g, e)
+        return lambda g, e, c: all_close(g, rule(*c.args)) and not all_close(g, e)
 
     def with_itself(A, B, k):
         return _shared(_neighbours(A, k, "with itself"), _neighbours(B, k, "with itself")) / k
@@ -454,7 +454,7 @@ def check_11_knn_overlap(fn: Callable[[Tensor, Tensor, int], Tensor]) -> None:
         return _shared(_neighbours(A, k, "cosine"), _neighbours(B, k, "cosine"))
 
     def is_mean(g, e, c) -> bool:
-        got = _as_tensor(g)
+        got = as_tensor(g)
         return got is not None and got.numel() == 1 and abs(float(got) - float(e.mean())) < 1e-6
 
     diagnoses = [
@@ -486,7 +486,7 @@ def same_partition() -> Callable:
     """Two labelings agree if they group the tokens the same way, whatever the numbers."""
 
     def compare(got, expected: Tensor) -> str | None:
-        g = _as_tensor(got)
+        g = as_tensor(got)
         if g is None or g.ndim != 1 or g.shape[0] != expected.shape[0]:
             return f"expected one class id per token, shape ({expected.shape[0]},), got {getattr(g, 'shape', type(got))}"
         diff = _same(g) != _same(expected)
@@ -528,7 +528,7 @@ def check_11_signature_classes(fn: Callable[[Tensor], Tensor]) -> None:
 
     def grouped_by(key: Callable[[Tensor], Tensor]) -> Callable:
         def matches(g, e, c) -> bool:
-            got = _as_tensor(g)
+            got = as_tensor(g)
             ref = torch.unique(key(c.args[0]), dim=0, return_inverse=True)[1]
             return got is not None and got.shape == e.shape and bool((_same(got) == _same(ref)).all()) \
                 and not bool((_same(got) == _same(e)).all())
