@@ -83,9 +83,10 @@ def _rotation_problem(got: Any, E: Tensor) -> str | None:
     outs = [as_tensor(g) for g in got]
     if any(o is None or tuple(o.shape) != tuple(E.shape) for o in outs):
         return f"expected E @ Q with the shape of E {tuple(E.shape)}, got {[None if o is None else tuple(o.shape) for o in outs]}"
+    precision = 1e-8 if all(o.dtype == torch.float64 for o in outs) else 1e-5
     first, again, other = (o.double() for o in outs)
     gram = E @ E.T
-    if not torch.allclose(first @ first.T, gram, atol=1e-8 * float(gram.abs().max())):
+    if not torch.allclose(first @ first.T, gram, atol=precision * float(gram.abs().max())):
         return ("the token-by-token inner products E E^T changed, so Q is not orthogonal or it acts on the wrong "
                 "side: multiply E [V, d] on the right by a d x d matrix with Q^T Q = I (e.g. from torch.linalg.qr)")
     if not torch.equal(first, again):
@@ -96,6 +97,11 @@ def _rotation_problem(got: Any, E: Tensor) -> str | None:
     if (first - E).norm() < 1e-6 * E.norm() or int((Q.abs() > 1e-6).sum()) <= E.shape[1]:
         return ("Q only permutes or flips the axes (or does nothing): draw a random rotation, e.g. the Q factor of the QR "
                 "decomposition of a Gaussian d x d matrix")
+    d = E.shape[1]
+    if int(torch.linalg.matrix_rank(E)) == d and float((Q.abs() > 1e-6).double().mean()) < 0.9:
+        return (f"Q mixes only some of the axes ({int((Q.abs() > 1e-6).sum())} of its {d * d} entries are non-zero; a "
+                "rotation in one plane leaves the other axes alone): a random rotation mixes all d axes, e.g. the Q "
+                "factor of the QR decomposition of a Gaussian d x d matrix")
     return None
 
 
@@ -128,16 +134,25 @@ def shuffled_cka_reference(E: Tensor, S: Tensor, n: int, seed: int) -> float:
     return float(cka(torch.as_tensor(E, dtype=torch.float64)[perms], S).mean())
 
 
-def _baseline_problem(got: Any, expected: tuple[float, float]) -> str | None:
-    value, tolerance = expected
-    first, again = (as_float(g) for g in got)
+def _baseline_problem(got: Any, expected: tuple[float, float, float]) -> str | None:
+    value, tolerance, spread = expected
+    first, again, others = got
+    first, again = as_float(first), as_float(again)
     if first is None or again is None:
         return f"expected a number, got {type(got[0]).__name__}"
     if first != again:
         return "two calls with the same seed gave different results: shuffle with torch.Generator().manual_seed(seed)"
     if abs(first - value) > tolerance:
         return f"expected about {value:.4f} (within {tolerance:.3f}, the spread of a mean over shuffles), got {first:.4f}"
+    if others:
+        found = float(torch.tensor([as_float(o) for o in others], dtype=torch.float64).std())
+        if found < 0.3 * spread:
+            return (f"with n = 2 shuffles, {len(others)} seeds should scatter by about {spread:.4f}; yours scatter by only "
+                    f"{found:.4f}, as if you averaged many more shuffles: use exactly n shuffled copies")
     return None
+
+
+N_SPREAD_SEEDS = 16  # seeds of the n = 2 case, whose scatter shows whether n shuffles were used
 
 
 def check_02_permutation_baseline(fn: Callable[[Tensor, Tensor, int, int], float]) -> None:
@@ -145,14 +160,17 @@ def check_02_permutation_baseline(fn: Callable[[Tensor, Tensor, int, int], float
     if not callable(fn):
         raise AssertionError(f"check_02_permutation_baseline: pass your function itself, got {fn!r}")
 
-    def two_calls(E: Tensor, S: Tensor, n: int, seed: int) -> tuple:
-        return fn(E, S, n, seed), fn(E, S, n, seed)
+    def calls(E: Tensor, S: Tensor, n: int, seed: int) -> tuple:
+        others = [fn(E, S, n, seed + 1 + k) for k in range(N_SPREAD_SEEDS)] if n <= 2 else []
+        return fn(E, S, n, seed), fn(E, S, n, seed), others
 
-    two_calls.__name__ = getattr(fn, "__name__", "your function")
+    calls.__name__ = getattr(fn, "__name__", "your function")
     cases = []
     for label, E, S, hidden in _pairs()[:5]:
-        n = 300
-        spread = float(cka(E[torch.stack([torch.randperm(E.shape[0], generator=torch.Generator().manual_seed(i)) for i in range(200)])], S).std())
-        tolerance = max(5 * spread / n**0.5, 2e-3)
-        cases.append(Case(label, (E, S, n, 1 + len(cases)), (shuffled_cka_reference(E, S, 4000, seed=99), tolerance), hidden))
-    run_check("check_02_permutation_baseline", two_calls, cases, _baseline_problem)
+        perms = torch.stack([torch.randperm(E.shape[0], generator=torch.Generator().manual_seed(i)) for i in range(200)])
+        spread = float(cka(E[perms], S).std())
+        for n in (300, 2) if len(cases) == 0 else (300,):
+            tolerance = max(5 * spread / n**0.5, 2e-3)
+            expected = (shuffled_cka_reference(E, S, 4000, seed=99), tolerance, spread / n**0.5)
+            cases.append(Case(f"{label}, n = {n}", (E, S, n, 1 + len(cases)), expected, hidden or n == 2))
+    run_check("check_02_permutation_baseline", calls, cases, _baseline_problem)
