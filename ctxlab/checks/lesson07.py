@@ -81,11 +81,17 @@ def _leave_cases() -> list[Case]:
     rising = torch.stack([_curve(T, 6, 30, 0.002), _curve(T, 6, 50, 0.004), _curve(T, 6, 0, 0.0)])
     falling = torch.stack([_curve(T, 4, 10, -0.003), _curve(T, 4, 60, 0.001, 0.004)])
     shifted = torch.stack([_curve(T, 3, 20, 0.003) + 0.02])  # starts away from uniform already
+    # one excursion out of the band at records 8-10, back inside, then out for good from record 40
+    excursion = _curve(T, 5, 40, 0.002) + 0.03 * torch.exp(-(((torch.arange(T) - 9.0) / 1.2) ** 2))
+    late = torch.stack([excursion, _curve(T, 5, 20, 0.002), _curve(T, 5, 0, 0.0, 0.004)])
+    irregular = torch.cat([torch.arange(100, 1000, 50), torch.arange(1000, 7000, 200)])[:T]
     specs = [
         ("three seeds, one never leaves (L = 6)", (steps, rising, 6), False),
         ("attention moving *away* from the partner (L = 4)", (steps, falling, 4), True),
         ("a curve that starts off uniform (L = 3)", (steps, shifted, 3), True),
         ("tolerance 0.05", (steps * 2, rising, 6, 0.05), True),
+        ("leaves the band briefly, comes back, leaves for good later (L = 5)", (steps, late, 5), True),
+        ("recorded from step 100, irregularly (L = 5)", (irregular[: late.shape[1]], late[1:], 5), True),
     ]  # fmt: skip
     return [Case(label, args, leaves_uniform(*args), hidden) for label, args, hidden in specs]
 
@@ -108,7 +114,22 @@ def check_07_leaves_uniform(fn: Callable[..., Tensor]) -> None:
         tol = c.args[3] if len(c.args) > 3 else 0.01
         return all_close(g, leaves_uniform(c.args[0], w - w[:, :1] + 1.0 / c.args[2], c.args[2], tol))
 
+    def for_good(g: Any, e: Tensor, c: Case) -> bool:
+        w = torch.as_tensor(c.args[1], dtype=torch.float64)
+        tol = c.args[3] if len(c.args) > 3 else 0.01
+        off = (w - 1.0 / c.args[2]).abs() > tol
+        stays = off.flip(-1).int().cumprod(-1).flip(-1).double()
+        alt = leaves_uniform(c.args[0], stays / c.args[2] + 1.0 / c.args[2], c.args[2], tol)
+        return not torch.equal(alt, e) and all_close(g, alt)
+
+    def never_as_first_step(g: Any, e: Tensor, c: Case) -> bool:
+        return all_close(g, torch.where(e < 0, torch.as_tensor(c.args[0])[0], e)) and bool((e < 0).any())
+
     diagnoses = [
+        Diagnosis(never_as_first_step, "a model whose attention never leaves the band must get -1: argmax of an all-False row is 0, "
+                                       "so check mask.any(-1) first"),
+        Diagnosis(for_good, "that is when the weight leaves the band for good; the question asks for the FIRST recorded step "
+                            "outside it, even if the weight comes back inside later"),
         Diagnosis(as_index, "return the training *step* (steps[t]), not the index t of the record"),
         Diagnosis(one_sided, "attention can also move *below* 1/L (away from the partner): compare |w - 1/L| with tol"),
         Diagnosis(from_start, "measure the distance from the uniform value 1/L, not from the first recorded value"),
@@ -118,6 +139,8 @@ def check_07_leaves_uniform(fn: Callable[..., Tensor]) -> None:
         g = as_tensor(got)
         if g is None or tuple(g.shape) != tuple(expected.shape):
             return f"expected a tensor of shape {tuple(expected.shape)} (one step per model)"
+        if g.is_floating_point() and not bool((g == g.round()).all()):
+            return f"expected integer steps, got {g.tolist()}"
         if not torch.equal(g.long(), expected.long()):
             return f"expected steps {expected.tolist()}, got {g.tolist()}"
         return None
