@@ -57,6 +57,15 @@ def bigram_counts(tokens: Tensor, V: int) -> Tensor:
     return torch.zeros(V, V, dtype=torch.float64).index_put_((tokens[:-1], tokens[1:]), ones, accumulate=True)
 
 
+def wrapped(tokens: Tensor) -> Tensor:
+    """The stream with its first token appended: counting it adds the pair (last, first), a wrap-around."""
+    return torch.cat([tokens, tokens[:1]])
+
+
+WRAP_HINT = ("you counted a pair (last token, first token) that is not in the stream (torch.roll wraps around): "
+             "count only the len(tokens) - 1 pairs (tokens[t], tokens[t + 1])")
+
+
 def bigram_table(tokens: Tensor, vocab_size: int, alpha: float) -> Tensor:
     """Reference: P(next = b | current = a) = (count(a, b) + alpha) / (count(a, .) + V alpha): [V, V]."""
     counts = bigram_counts(tokens, vocab_size) + alpha
@@ -80,6 +89,8 @@ def check_09_bigram_table(fn: Callable[[Tensor, int, float], Tensor]) -> None:
         return counts / counts.sum(0, keepdim=True)
 
     diagnoses = [
+        Diagnosis(lambda g, e, c: all_close(g, bigram_table(wrapped(c.args[0]), c.args[1], c.args[2]), 1e-5),
+                  WRAP_HINT),
         Diagnosis(lambda g, e, c: all_close(as_tensor(g).T, e), "looks transposed: row a is the CURRENT token, column b the NEXT one"),
         Diagnosis(lambda g, e, c: all_close(g, column_normalised(c)), "normalised over the wrong axis: each ROW (one current token) must sum to 1"),
         Diagnosis(lambda g, e, c: all_close(g, unsmoothed(c)), "no smoothing: add alpha to every count (all V*V of them) before normalising"),
@@ -166,13 +177,23 @@ def _curves() -> list[tuple[str, Tensor, Tensor, bool]]:
         ("one model, still falling at the end", even, (2.0 - te / 2000)[None], True),
         ("four models, minima at the first step and in the middle", even,
          torch.stack([te / 1000 + 0.1, (te - 750).abs() / 1000, (te - 25).abs() / 500, (te - 1000) ** 2 / 1e6]), True),
+        ("two models whose smallest KL is reached at several recorded steps (a flat bottom)", irregular,
+         torch.stack([(t - 300).clamp_min(0) / 1000 + (200 - t).clamp_min(0) / 500 + 0.25,
+                      torch.where(t < 600, 1.0 - t / 1000, torch.full_like(t, 0.4))]), True),
     ]
 
 
 def check_09_closest_step(fn: Callable[[Tensor, Tensor], Tensor]) -> None:
     """fn(steps [T], kl [K, T]) -> [K] integer tensor: the recorded step of each model's smallest KL."""
     cases = [Case(label, (steps, kl), closest_steps(steps, kl), hidden) for label, steps, kl, hidden in _curves()]
+    def last_of_ties(c: Case) -> Tensor:
+        steps, kl = c.args
+        at_min = kl == kl.min(-1, keepdim=True).values
+        return steps[at_min.shape[-1] - 1 - at_min.flip(-1).int().argmax(-1)]
+
     diagnoses = [
+        Diagnosis(lambda g, e, c: all_close(g, last_of_ties(c)) and not all_close(g, e),
+                  "the smallest KL is reached at several recorded steps: return the EARLIEST of them (argmin does)"),
         Diagnosis(lambda g, e, c: all_close(g, c.args[1].argmin(-1)) and not all_close(g, e), "those are indices into the recording: return steps[index], the training step"),
         Diagnosis(lambda g, e, c: all_close(g, closest_steps(c.args[0], -c.args[1])), "that is where the KL is LARGEST: the model is closest where the divergence is smallest"),
         Diagnosis(lambda g, e, c: all_close(g, c.args[1].min(-1).values), "those are the smallest KL values: return the step where each occurs"),
