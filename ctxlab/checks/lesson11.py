@@ -200,6 +200,15 @@ def _race_cases() -> list[Case]:
             "x": [(30, 200, inf)] * 3,
             "y": [(500, inf, inf)] * 3,
         }, True),
+        ("two conditions tie on the mean step (listed zeta before alpha)", {
+            "zeta": [(30, 100, 300), (30, 100, 500)],
+            "fast": [(30, 100, 200), (30, 100, 220)],
+            "alpha": [(30, 100, 400), (30, 100, 400)],
+        }, True),
+        ("mean and median disagree", {
+            "one slow seed": [(30, 100, 200), (30, 100, 210), (30, 100, 800)],
+            "even": [(30, 100, 300), (30, 100, 310), (30, 100, 320)],
+        }, True),
     ]  # fmt: skip
     cases = []
     for label, spec, hidden in specs:
@@ -212,6 +221,11 @@ def _race_cases() -> list[Case]:
 
 def _last_onsets(run: tuple[Tensor, Tensor], levels: Sequence[float]) -> Tensor:
     return stair_onsets(torch.as_tensor(run[0]), torch.as_tensor(run[1]), list(levels))[:, -1]
+
+
+def _mean_steps(c: Case, names: list[str]) -> list[float]:
+    runs, levels = c.args
+    return [float(_last_onsets(runs[n], levels).double().mean()) for n in names]
 
 
 def _as_names(value: Any) -> list[str] | None:
@@ -246,7 +260,19 @@ def check_11_finishing_order(fn: Callable[[dict, Sequence[float]], list[str]]) -
         runs, levels = c.args
         return any(n in runs and bool((_last_onsets(runs[n], levels) < 0).any()) for n in _as_names(g) or [])
 
+    def ties_reordered(g: Any, e: Any, c: Case) -> bool:
+        names = _as_names(g)
+        return names != e and names is not None and sorted(names) == sorted(e) and _mean_steps(c, names) == _mean_steps(c, e)
+
+    def by_median(g: Any, e: Any, c: Case) -> bool:
+        runs, levels = c.args
+        median = {n: float(_last_onsets(runs[n], levels).double().median()) for n in e}
+        return _as_names(g) == sorted(e, key=median.get) and _as_names(g) != e
+
     diagnoses = [
+        Diagnosis(ties_reordered, "conditions with the same mean step keep the order in which `runs` lists them "
+                                  "(Python's sorted is stable; do not break ties by name or reverse them)"),
+        Diagnosis(by_median, "order by the MEAN step over seeds, not the median"),
         Diagnosis(lambda g, e, c: e and _as_names(g) == [],
                   "reaching a plateau means dropping below the *midpoint* between the last two levels "
                   "(the loss approaches H_L from above and may never go below it)"),
@@ -514,12 +540,23 @@ def _class_inputs() -> list[tuple[str, tuple, bool]]:
     rows[1] = rows[0]
     rows[1, :2] += torch.tensor([0.001, -0.001], dtype=torch.float64)  # close, but a different row
     picks = torch.randint(0, 5, (20,), generator=g)
+    # rows 2e-10 apart on either side of a grid line (0.25 + 0.5e-6 for rounding, 0.25 for flooring), and rows
+    # 2e-4 apart that a grid 1000 times too coarse merges
+    grid = torch.tensor([[0.25 + 0.5e-6 - 1e-10, 0.3, 0.45], [0.4, 0.25 - 1e-10, 0.35], [0.25 + 0.5e-6 + 1e-10, 0.3, 0.45],
+                         [0.4, 0.25 + 1e-10, 0.35], [0.4, 0.2502, 0.35], [0.1, 0.1, 0.8], [0.1002, 0.1, 0.8]], dtype=torch.float64)
     return [
         ("hierarchy, order 1", (s1,), False),
         ("hierarchy, orders 1 and 2", (s12,), True),
         ("xor task with 1e-8 float noise", (noisy,), True),
         ("near-duplicate probability rows", (rows[picks],), True),
+        ("rows 2e-10 apart on either side of a grid line, rows 2e-4 apart", (grid[[0, 1, 5, 2, 4, 3, 6, 0]],), True),
     ]
+
+
+def _runs_of_equal_rows(S: Tensor, tol: float = 1e-6) -> Tensor:
+    """Class ids that only look at neighbouring rows: a new id whenever a row differs from the one before."""
+    new = (S[1:].double() - S[:-1].double()).abs().amax(1) > tol
+    return torch.cat([torch.zeros(1, dtype=torch.long), new.long()]).cumsum(0)
 
 
 def check_11_signature_classes(fn: Callable[[Tensor], Tensor]) -> None:
@@ -535,7 +572,19 @@ def check_11_signature_classes(fn: Callable[[Tensor], Tensor]) -> None:
 
         return matches
 
+    def on_a_grid(g, e, c) -> bool:
+        S = c.args[0].double()
+        grids = [lambda S, k=k: S.round(decimals=k) for k in range(3, 10)]
+        grids += [lambda S, w=w, f=f: f(S / w) for w in (1e-6, 2e-6, 1e-5, 1e-4, 1e-3) for f in (torch.round, torch.floor)]
+        return any(grouped_by(key)(g, e, c) for key in grids)
+
     diagnoses = [
+        Diagnosis(on_a_grid, "rounding to a grid is not 'agree within 1e-6': rows 1e-10 apart can fall on either side of a "
+                             "grid line, and a coarse grid merges rows that differ; compare the rows pairwise"),
+        Diagnosis(lambda g, e, c: as_tensor(g) is not None and as_tensor(g).shape == e.shape and bool(
+                  (_same(as_tensor(g)) == _same(_runs_of_equal_rows(c.args[0]))).all()),
+                  "you compared each row only with the row just before it: equal rows need not be neighbours; "
+                  "compare every pair of rows"),
         Diagnosis(grouped_by(lambda S: S), "rows that differ only by float noise (1e-8) belong together: compare with a tolerance, not exact equality"),
         Diagnosis(grouped_by(lambda S: S.round(decimals=2)), "rounding to 2 decimals merges rows that really differ: compare within a small tolerance (1e-6)"),
         Diagnosis(grouped_by(lambda S: S.sum(1, keepdim=True).round(decimals=6)), "equal row sums do not make equal rows (probability rows all sum to the same): compare every column"),
