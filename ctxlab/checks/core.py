@@ -177,3 +177,13 @@ def reweighted(data: Dataset, seed: int) -> Dataset:
     g = torch.Generator().manual_seed(seed)
     w = torch.rand(data.n, generator=g, dtype=torch.float64) + 0.2
     return Dataset(data.x, data.y, data.vocab_size, data.n_labels, (w / w.sum()).float())
+
+
+def hard_labels(data: Dataset) -> Dataset:
+    """The same rows with each label distribution replaced by its most likely label: what code that reads
+    ``data.y`` as integers (or takes an argmax) sees; the diagnoses compare with it."""
+    return Dataset(data.x, data.targets().argmax(-1), data.vocab_size, data.n_labels, data.weights)
+
+
+HARD_LABELS_HINT = ("you used one label per row (data.y as integers, or an argmax): rows of a population carry label "
+                    "DISTRIBUTIONS; use data.targets() [N, C], weighted by data.weights")

@@ -9,10 +9,12 @@ import torch
 from torch import Tensor
 
 from ctxlab.checks.core import (
+    HARD_LABELS_HINT,
     Case,
     Diagnosis,
-    as_tensor,
     all_close,
+    as_tensor,
+    hard_labels,
     integer_equal,
     number_close,
     reweighted,
@@ -73,6 +75,7 @@ def check_01_order1_signature(fn: Callable[[Dataset], Tensor]) -> None:
         Diagnosis(label_major, "columns in the wrong order: put position i's labels together, column i*C + y"),
         Diagnosis(zeros_for_absent, "where token s never sits at position i, fill in P(y) (the order-0 signature), not 0"),
         Diagnosis(joint_not_conditional, "each (token, position) block must sum to 1 over labels: divide the weighted counts by P(x_i = s)"),
+        Diagnosis(lambda g, e, c: all_close(g, _order1_reference(hard_labels(c.args[0]))), HARD_LABELS_HINT),
         Diagnosis(lambda g, e, c: all_close(g, _order1_reference(_uniform(c.args[0]))), "you ignored data.weights: weight each row's label distribution by its weight"),
     ]  # fmt: skip
     run_check("check_01_order1_signature", fn, cases, tensor_close(atol=1e-5), diagnoses)
@@ -106,6 +109,7 @@ def check_01_conditional_entropy(fn: Callable[[Dataset, tuple[int, ...]], float]
         Diagnosis(is_(lambda c: -c.expected), "wrong sign: entropy is -sum p log p, a non-negative number"),
         Diagnosis(is_(lambda c: _joint_entropy(c.args[0], tuple(c.args[1]))), "that is the joint entropy H(Y, X_S): use P(y | x_S), not P(x_S, y), inside the log"),
         Diagnosis(is_(lambda c: conditional_entropy(c.args[0], ())), "that is H(Y): condition on the tokens at the given positions"),
+        Diagnosis(is_(lambda c: conditional_entropy(hard_labels(c.args[0]), tuple(c.args[1]))), HARD_LABELS_HINT),
         Diagnosis(is_(lambda c: conditional_entropy(_uniform(c.args[0]), tuple(c.args[1]))), "you ignored data.weights: each row counts with its weight"),
     ]  # fmt: skip
     run_check("check_01_conditional_entropy", fn, cases, number_close(atol=1e-4), diagnoses)
@@ -209,12 +213,13 @@ def check_01_distinct_rows(fn: Callable[[Tensor, float], int]) -> None:
 
     diagnoses = [
         Diagnosis(lambda g, e, c: c.args[1] != 1e-6 and int(g) == count_distinct_rows(c.args[0], 1e-6), "use the atol you are given, not a fixed 1e-6"),
-        Diagnosis(on_a_grid, "rounding to a grid is not 'equal within atol': two rows 1e-10 apart can sit on either side of a grid line, "
-                             "and a coarse grid merges rows that differ by more than atol; compare rows pairwise, max |a - b| <= atol"),
         Diagnosis(lambda g, e, c: int(g) == count_distinct_rows(c.args[0].T, c.args[1]), "you counted distinct columns: count rows (one per token)"),
         Diagnosis(lambda g, e, c: int(g) == len(torch.unique(c.args[0], dim=0)), "exact comparison: floating-point rows that agree within atol count as one"),
-        Diagnosis(lambda g, e, c: int(g) == _adjacent_groups(*c.args), "you compared each row only with the row just before it (or with none): "
+        Diagnosis(lambda g, e, c: int(g) == c.args[0].shape[0], "you returned the number of rows: merge rows that are equal within atol (compare each row with every "
+                                                                  "group kept so far, not only with its neighbour)"),
+        Diagnosis(lambda g, e, c: int(g) == _adjacent_groups(*c.args), "you compared each row only with the row just before it: "
                                                                        "equal rows need not be neighbours; compare each row with every group kept so far"),
-        Diagnosis(lambda g, e, c: int(g) == c.args[0].shape[0], "you returned the number of rows: merge rows that are equal within atol"),
+        Diagnosis(on_a_grid, "rounding to a grid is not 'equal within atol': two rows 1e-10 apart can sit on either side of a grid line, "
+                             "and a coarse grid merges rows that differ by more than atol; compare rows pairwise, max |a - b| <= atol"),
     ]  # fmt: skip
     run_check("check_01_distinct_rows", fn, cases, integer_equal(), diagnoses)

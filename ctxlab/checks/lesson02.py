@@ -68,6 +68,9 @@ def check_02_linear_cka(fn: Callable[[Tensor, Tensor], float]) -> None:
 
     diagnoses = [
         Diagnosis(is_(lambda c: _uncentred_cka(*c.args)), "not centred: subtract the mean row (over tokens) from E and from S first"),
+        Diagnosis(lambda g, e, c: is_(lambda c: _uncentred_cka(centred(c)[0], c.args[1]))(g, e, c)
+                  or is_(lambda c: _uncentred_cka(c.args[0], centred(c)[1]))(g, e, c),
+                  "you centred only one of E and S: subtract the mean row from both"),
         Diagnosis(is_(frobenius_of_e), "the denominator uses ||E||_F ||S||_F squared; it needs the norms of the Gram matrices, ||E^T E||_F ||S^T S||_F"),
         Diagnosis(is_(lambda c: c.expected / c.args[0].shape[0]), "divided by V: CKA is a ratio, so no 1/V or 1/(V-1) factors survive; drop them or put them on both sides"),
         Diagnosis(is_(lambda c: c.expected ** 0.5), "that is the square root of CKA: the numerator is ||S^T E||_F squared"),

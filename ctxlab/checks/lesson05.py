@@ -9,7 +9,17 @@ from typing import Any, Callable
 import torch
 from torch import Tensor
 
-from ctxlab.checks.core import Case, Diagnosis, as_tensor, all_close, reweighted, run_check, tensor_close
+from ctxlab.checks.core import (
+    HARD_LABELS_HINT,
+    Case,
+    Diagnosis,
+    all_close,
+    as_tensor,
+    hard_labels,
+    reweighted,
+    run_check,
+    tensor_close,
+)
 from ctxlab.models import LinearEmb
 from ctxlab.tasks import Dataset, hierarchy_task, modes_task, xor_task
 from ctxlab.theory import correlation_modes, fit_growth_rate, input_output_correlation, mode_strengths, product_map
@@ -60,6 +70,7 @@ def check_05_singular_values(fn: Callable[[Dataset], Tensor]) -> None:
         Diagnosis(lambda g, e, c: all_close(g, _svals(_blocks(c.args[0], "none", True))), "subtract the uniform distribution u = 1/C: at small init the model already predicts u"),
         Diagnosis(lambda g, e, c: all_close(g, _svals(_blocks(c.args[0], "p_y", True))), "centre with u = 1/C (what the model predicts at init), not with the label marginal P(y)"),
         Diagnosis(lambda g, e, c: all_close(as_tensor(g).flip(0), e), "sort the singular values in descending order"),
+        Diagnosis(lambda g, e, c: all_close(g, singular_values_reference(hard_labels(c.args[0]))), HARD_LABELS_HINT),
     ]  # fmt: skip
     run_check("check_05_singular_values", fn, cases, tensor_close(atol=1e-6), diagnoses)
 
@@ -187,11 +198,11 @@ def check_05_switch_on_order(fn: Callable[[Tensor, Tensor, float], list[int]]) -
         Diagnosis(_gives(for_good=True), "that is the step after which |a_k| stays above the level; the question asks for the FIRST "
                                          "recorded step at which |a_k| >= level, even if it dips below again later"),
         Diagnosis(_gives(strict=True), "reaching means |a_k| >= level (a mode exactly at the level has reached it), not >"),
+        Diagnosis(lambda g, e, c: [int(v) for v in g] == [int(k) for k in torch.argsort(_first_steps(c.args[0], c.args[1] >= c.args[2]), stable=True)],
+                  "take the absolute value: a mode can grow with a negative sign"),
         Diagnosis(lambda g, e, c: [int(v) for v in g] == e[::-1], "reversed: the mode that reaches the level first comes first"),
         Diagnosis(_order_by(lambda a: a.abs()[-1], True), "that sorts by the final strength; sort by the first step at which |a_k| reaches the level"),
         Diagnosis(_order_by(lambda a: a.abs().argmax(0).double(), False), "that sorts by the step of the peak; use the first step at which |a_k| reaches the level"),
-        Diagnosis(lambda g, e, c: [int(v) for v in g] == [int(k) for k in torch.argsort(_first_steps(c.args[0], c.args[1] >= c.args[2]), stable=True)],
-                  "take the absolute value: a mode can grow with a negative sign"),
     ]  # fmt: skip
     run_check("check_05_switch_on_order", fn, _order_cases(), _list_equal, diagnoses)
 
@@ -240,6 +251,12 @@ def _fit_inside(steps: Tensor, a: Tensor, start: float, stop: float) -> float:
     return float(fit_growth_rate(steps[inside], a[inside], float(steps[inside][0]), float(steps[inside][-1])))
 
 
+def _end_to_end(steps: Tensor, a: Tensor, start: float, stop: float) -> float:
+    inside = (steps >= start) & (steps <= stop)
+    t, y = steps[inside].double(), a[inside].double().abs().log()
+    return float((y[-1] - y[0]) / (t[-1] - t[0]))
+
+
 def check_05_growth_rate(fn: Callable[[Tensor, Tensor, float, float], float]) -> None:
     """fn(steps, a, start, stop) -> least-squares slope of ln|a| against the step, over start <= step <= stop."""
 
@@ -255,5 +272,7 @@ def check_05_growth_rate(fn: Callable[[Tensor, Tensor, float, float], float]) ->
                   "the window includes both ends: keep the steps with start <= step <= stop (a step equal to stop counts)"),
         Diagnosis(lambda g, e, c: abs(float(g) - e * float(c.args[0][1] - c.args[0][0])) < 1e-3 * abs(e),
                   "that is the slope per record, not per step: fit against the recorded steps themselves"),
+        Diagnosis(lambda g, e, c: abs(float(g) - _end_to_end(*c.args)) < 1e-9 * abs(e),
+                  "that is the slope between the window's two end points: fit a least-squares line through every point inside"),
     ]  # fmt: skip
     run_check("check_05_growth_rate", fn, _rate_cases(), _rate_compare, diagnoses)

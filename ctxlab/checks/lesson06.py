@@ -10,10 +10,12 @@ import torch
 from torch import Tensor
 
 from ctxlab.checks.core import (
+    HARD_LABELS_HINT,
     Case,
     Diagnosis,
-    as_tensor,
     all_close,
+    as_tensor,
+    hard_labels,
     reweighted,
     run_check,
     tensor_close,
@@ -71,6 +73,7 @@ def check_06_pair_residual(fn: Callable[[Dataset, Tensor, int, int], Tensor]) ->
         Diagnosis(lambda g, e, c: all_close(g, -e), "sign flipped: the residual is e_y - p (target minus prediction)"),
         Diagnosis(joint_not_conditional, "you summed instead of averaging: divide by P(x_i = s, x_j = t) to get a conditional mean"),
         Diagnosis(ignores_weights, "weight each row by data.weights (the population probability), not 1/N"),
+        Diagnosis(lambda g, e, c: all_close(g, pair_residual(hard_labels(c.args[0]), *c.args[1:])), HARD_LABELS_HINT),
         Diagnosis(lambda g, e, c: all_close(as_tensor(g).transpose(0, 1), e) and not all_close(g, e),
                   "axes swapped: the first axis is the token at position i, the second the token at position j"),
     ]  # fmt: skip

@@ -8,14 +8,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ctxlab.checks.core import (
-    Case,
-    Diagnosis,
-    as_tensor,
-    all_close,
-    run_check,
-    tensor_close,
-)
+from ctxlab.checks.core import Case, Diagnosis, all_close, as_tensor, run_check, tensor_close
 from ctxlab.models import EmbAttention
 from ctxlab.tasks import hierarchy_task, partner_task
 from ctxlab.theory import bag_of_context
@@ -114,6 +107,12 @@ def check_07_leaves_uniform(fn: Callable[..., Tensor]) -> None:
         tol = c.args[3] if len(c.args) > 3 else 0.01
         return all_close(g, leaves_uniform(c.args[0], w - w[:, :1] + 1.0 / c.args[2], c.args[2], tol))
 
+    def evenly_spaced(g: Any, e: Tensor, c: Case) -> bool:
+        s = torch.as_tensor(c.args[0])
+        idx = torch.as_tensor([int((s == v).nonzero()[0]) if v >= 0 else -1 for v in e.tolist()])
+        alt = torch.where(idx >= 0, s[0] + idx * (s[1] - s[0]), idx)
+        return not torch.equal(alt, e) and all_close(g, alt)
+
     def for_good(g: Any, e: Tensor, c: Case) -> bool:
         w = torch.as_tensor(c.args[1], dtype=torch.float64)
         tol = c.args[3] if len(c.args) > 3 else 0.01
@@ -130,6 +129,9 @@ def check_07_leaves_uniform(fn: Callable[..., Tensor]) -> None:
                                        "so check mask.any(-1) first"),
         Diagnosis(for_good, "that is when the weight leaves the band for good; the question asks for the FIRST recorded step "
                             "outside it, even if the weight comes back inside later"),
+        Diagnosis(lambda g, e, c: len(c.args) > 3 and all_close(g, leaves_uniform(*c.args[:3])),
+                  "use the tol you are given (the default 0.01 is only the default)"),
+        Diagnosis(evenly_spaced, "steps need not start at 0 nor be evenly spaced: return steps[t] for the record t you found"),
         Diagnosis(as_index, "return the training *step* (steps[t]), not the index t of the record"),
         Diagnosis(one_sided, "attention can also move *below* 1/L (away from the partner): compare |w - 1/L| with tol"),
         Diagnosis(from_start, "measure the distance from the uniform value 1/L, not from the first recorded value"),

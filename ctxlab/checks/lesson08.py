@@ -100,9 +100,13 @@ def check_08_no_plateau_corner(fn: Callable[[Sequence[float], Sequence[float], T
 
 def layernorm_norms_reference(E: Tensor) -> Tensor:
     """||LayerNorm(E_s)|| for every row s of E [V, d] (no affine, biased variance, eps 1e-5)."""
+    return _layernorm_norms(E, LAYERNORM_EPS)
+
+
+def _layernorm_norms(E: Tensor, eps: float) -> Tensor:
     E = torch.as_tensor(E, dtype=torch.float64)
     centred = E - E.mean(-1, keepdim=True)
-    return (centred / (centred.pow(2).mean(-1, keepdim=True) + LAYERNORM_EPS).sqrt()).norm(dim=-1)
+    return (centred / (centred.pow(2).mean(-1, keepdim=True) + eps).sqrt()).norm(dim=-1)
 
 
 @cache
@@ -128,11 +132,17 @@ def check_08_layernorm_norms(fn: Callable[[Tensor], Tensor]) -> None:
         centred = E - E.mean(-1, keepdim=True)
         return (centred / (centred.var(-1, keepdim=True) + LAYERNORM_EPS).sqrt()).norm(dim=-1)
 
+    def std_plus_eps(E: Tensor) -> Tensor:
+        centred = E - E.mean(-1, keepdim=True)
+        return (centred / (centred.pow(2).mean(-1, keepdim=True).sqrt() + LAYERNORM_EPS)).norm(dim=-1)
+
     def rms(E: Tensor) -> Tensor:
         return (E / (E.pow(2).mean(-1, keepdim=True) + LAYERNORM_EPS).sqrt()).norm(dim=-1)
 
     diagnoses = [
         Diagnosis(same(lambda E: torch.full((E.shape[0],), math.sqrt(E.shape[1]), dtype=torch.float64)), "√d is the limit without epsilon: include eps = 1e-5 in the denominator sqrt(var + eps); it matters once var ~ d^(-2γ) is near 1e-5"),
+        Diagnosis(same(lambda E: _layernorm_norms(E, 1e-6)), "LayerNorm's epsilon here is 1e-5 (torch's default), not 1e-6"),
+        Diagnosis(same(std_plus_eps), "epsilon goes inside the square root: divide by sqrt(var + eps), not by std + eps"),
         Diagnosis(same(unbiased), "LayerNorm divides by the biased variance (mean of squares over d, not d - 1)"),
         Diagnosis(same(rms), "LayerNorm subtracts each row's mean before dividing (that is RMSNorm)"),
         Diagnosis(same(lambda E: E.norm(dim=-1)), "that is the norm before normalisation: apply LayerNorm to each row first"),

@@ -12,15 +12,7 @@ from functools import cache
 import torch
 from torch import Tensor
 
-from ctxlab.checks.core import (
-    Case,
-    Diagnosis,
-    as_tensor,
-    all_close,
-    number_close,
-    run_check,
-    tensor_close,
-)
+from ctxlab.checks.core import Case, Diagnosis, all_close, as_tensor, number_close, run_check, tensor_close
 
 
 @cache
@@ -147,6 +139,10 @@ def check_09_kl_to_bigram(fn: Callable[[Tensor, Tensor, Tensor], float]) -> None
         Diagnosis(is_(reversed_kl), "that is KL(bigram || model): the yardstick KL weights by the MODEL's probabilities, sum p (log p - log q)"),
         Diagnosis(is_(cross_entropy), "that is the cross-entropy -sum p log q: subtract the model's own entropy (add sum p log p)"),
         Diagnosis(is_(lambda c: c.expected * c.args[0].shape[0] * c.args[0].shape[1]), "you summed over positions: take the mean over all N*T positions"),
+        Diagnosis(is_(lambda c: c.expected * c.args[0].shape[1]),
+                  "you summed over the T positions of each sequence and averaged over sequences: take the mean over all N*T positions"),
+        Diagnosis(is_(lambda c: kl_to_bigram(c.args[0], c.args[1].T / c.args[1].T.sum(1, keepdim=True), c.args[2])),
+                  "the bigram prediction after token a is ROW a of the table, table[x], not its column"),
         Diagnosis(is_(logits_as_logprobs), "logits are not log-probabilities: apply log_softmax over the last axis first"),
         Diagnosis(is_(lambda c: c.expected / 0.6931471805599453), "that is in bits: use natural logs"),
     ]  # fmt: skip

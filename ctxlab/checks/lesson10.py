@@ -12,15 +12,7 @@ import torch
 from torch import Tensor
 
 from ctxlab.align import cka
-from ctxlab.checks.core import (
-    Case,
-    Diagnosis,
-    as_tensor,
-    all_close,
-    number_close,
-    run_check,
-    tensor_close,
-)
+from ctxlab.checks.core import Case, Diagnosis, all_close, as_tensor, number_close, run_check, tensor_close
 from ctxlab.checks.lesson09 import WRAP_HINT, bigram_counts, token_streams, wrapped
 from ctxlab.signatures import bigram_signature
 
@@ -134,6 +126,8 @@ def check_10_bin_alignment(fn: Callable[[Tensor, Tensor, Tensor, int, int], floa
         Diagnosis(is_(by_id), "you took token ids lo..hi-1: sort the tokens by falling frequency and take RANKS lo..hi-1"),
         Diagnosis(is_(rarest_first), "rank 0 is the MOST frequent token: sort in descending order"),
         Diagnosis(is_(uncentred), "centre first: subtract the mean row of E and of S over the bin's tokens before the Gram matrices"),
+        Diagnosis(lambda g, e, c: is_(lambda a: bin_cka(*a[:4], a[4] + 1))(g, e, c) or is_(lambda a: bin_cka(a[0], a[1], a[2], a[3] + 1, a[4]))(g, e, c),
+                  "off by one: the bin holds ranks lo, lo+1, ..., hi-1 (order[lo:hi], as a Python slice)"),
         Diagnosis(is_(lambda a: float(cka(a[0], a[1]))), "that is the CKA over all tokens: restrict E and S to the bin"),
     ]  # fmt: skip
     run_check("check_10_bin_alignment", fn, cases, number_close(atol=1e-5), diagnoses)

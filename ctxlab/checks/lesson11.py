@@ -14,16 +14,7 @@ import torch
 from torch import Tensor
 
 from ctxlab.align import neighbour_overlap, signature_classes, stair_onsets
-from ctxlab.checks.core import (
-    Case,
-    Diagnosis,
-    as_tensor,
-    all_close,
-    number_close,
-    reweighted,
-    run_check,
-    tensor_close,
-)
+from ctxlab.checks.core import Case, Diagnosis, all_close, as_tensor, number_close, reweighted, run_check, tensor_close
 from ctxlab.composition import accuracy, held_out_accuracy, held_out_outcomes, line_up
 from ctxlab.signatures import label_signature
 from ctxlab.tasks import (
@@ -579,13 +570,13 @@ def check_11_signature_classes(fn: Callable[[Tensor], Tensor]) -> None:
         return any(grouped_by(key)(g, e, c) for key in grids)
 
     diagnoses = [
+        Diagnosis(grouped_by(lambda S: S), "rows that differ only by float noise (1e-8) belong together: compare with a tolerance, not exact equality"),
         Diagnosis(on_a_grid, "rounding to a grid is not 'agree within 1e-6': rows 1e-10 apart can fall on either side of a "
                              "grid line, and a coarse grid merges rows that differ; compare the rows pairwise"),
         Diagnosis(lambda g, e, c: as_tensor(g) is not None and as_tensor(g).shape == e.shape and bool(
                   (_same(as_tensor(g)) == _same(_runs_of_equal_rows(c.args[0]))).all()),
                   "you compared each row only with the row just before it: equal rows need not be neighbours; "
                   "compare every pair of rows"),
-        Diagnosis(grouped_by(lambda S: S), "rows that differ only by float noise (1e-8) belong together: compare with a tolerance, not exact equality"),
         Diagnosis(grouped_by(lambda S: S.round(decimals=2)), "rounding to 2 decimals merges rows that really differ: compare within a small tolerance (1e-6)"),
         Diagnosis(grouped_by(lambda S: S.sum(1, keepdim=True).round(decimals=6)), "equal row sums do not make equal rows (probability rows all sum to the same): compare every column"),
         Diagnosis(grouped_by(lambda S: S.argmax(1, keepdim=True)), "the most likely label is not the whole signature: compare every column"),

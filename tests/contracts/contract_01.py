@@ -8,6 +8,7 @@ import torch
 
 from contracts import Contract
 from ctxlab import checks
+from ctxlab.checks.core import hard_labels
 from ctxlab.checks.lesson01 import _adjacent_groups
 from ctxlab.signatures import conditional_entropy, interaction, joint, label_signature
 
@@ -77,6 +78,7 @@ CONTRACT = [
             "joint instead of conditional": lambda d: order1(d) * joint_counts(d),
             "zeros where the token is absent": lambda d: order1(d) * (joint_counts(d) > 0),
             "ignores weights": lambda d: order1(unweighted(d)),
+            "one label per row (argmax), not the distribution": lambda d: order1(hard_labels(d)),
             "off by one order (order 0 only)": lambda d: label_signature(d, 0, form="raw").matrix.repeat(1, d.seq_len),
         },
     ),
@@ -89,6 +91,7 @@ CONTRACT = [
             "joint entropy": lambda d, S: float(-(joint(d, S)[joint(d, S) > 0] * joint(d, S)[joint(d, S) > 0].log()).sum()),
             "ignores the positions": lambda d, S: entropy(d, ()),
             "ignores weights": lambda d, S: entropy(unweighted(d), S),
+            "one label per row (argmax), not the distribution": lambda d, S: entropy(hard_labels(d), S),
             "off by one order": lambda d, S: entropy(d, tuple(S)[:-1]),
         },
     ),

@@ -114,6 +114,7 @@ CONTRACT = [
             "Frobenius norms of E and S, not of the Gram matrices": frobenius_of_e,
             "normalised by V": lambda E, S: linear_cka(E, S) / E.shape[0],
             "square root": lambda E, S: linear_cka(E, S) ** 0.5,
+            "only E centred": lambda E, S: uncentred_cka(E - E.mean(0), S),
         },
     ),
     Contract(

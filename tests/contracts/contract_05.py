@@ -8,6 +8,7 @@ import torch
 
 from contracts import Contract
 from ctxlab import checks
+from ctxlab.checks.core import hard_labels
 from ctxlab.checks.lesson05 import _blocks, singular_values_reference
 from ctxlab.theory import fit_growth_rate
 
@@ -55,6 +56,7 @@ CONTRACT = [
             "not centred": lambda d: torch.linalg.svdvals(_blocks(d, "none", True)),
             "centred by P(y)": lambda d: torch.linalg.svdvals(_blocks(d, "p_y", True)),
             "ascending": lambda d: singular_values_reference(d).flip(0),
+            "one label per row (argmax), not the distribution": lambda d: singular_values_reference(hard_labels(d)),
         },
     ),
     Contract(

@@ -8,6 +8,7 @@ import torch
 
 from contracts import Contract
 from ctxlab import checks
+from ctxlab.checks.core import hard_labels
 from ctxlab.checks.lesson06 import splitting_pairs
 from ctxlab.signatures import joint
 from ctxlab.tasks import Dataset
@@ -45,6 +46,7 @@ CONTRACT = [
             "joint sum, not conditional mean": summed,
             "ignores data.weights": unweighted,
             "axes swapped": lambda d, p, i, j: pair_residual(d, p, i, j).transpose(0, 1),
+            "one label per row (argmax), not the distribution": lambda d, p, i, j: pair_residual(hard_labels(d), p, i, j),
         },
     ),
     Contract(

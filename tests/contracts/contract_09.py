@@ -48,6 +48,8 @@ CONTRACT = [
             "summed over positions": lambda lg, tb, x: kl_to_bigram(lg, tb, x) * x.numel(),
             "logits used as log-probabilities": lambda lg, tb, x: float((lg.exp() * (lg - tb[x].log())).sum(-1).mean()),
             "in bits": lambda lg, tb, x: kl_to_bigram(lg, tb, x) / math.log(2),
+            "summed over positions, averaged over sequences": lambda lg, tb, x: kl_to_bigram(lg, tb, x) * x.shape[1],
+            "table indexed by column (P(current | next))": lambda lg, tb, x: kl_to_bigram(lg, tb.T / tb.T.sum(1, keepdim=True), x),
         },
     ),
     Contract(
