@@ -89,6 +89,18 @@ def splitting_pairs(data: Dataset, tol: float = 1e-6) -> list[tuple[int, int]]:
     return [(i, j) for i, j in pairs if float(interaction(data, (i, j)).abs().max()) > tol]
 
 
+def raw_pairs(data: Dataset) -> list[tuple[int, int]]:
+    """Pairs whose raw table P(y | x_i, x_j) differs from P(y): what testing the raw table instead of the increment finds."""
+    out = []
+    for i, j in itertools.combinations(range(data.seq_len), 2):
+        table = joint(data, (i, j))
+        cond = table / table.sum(-1, keepdim=True).clamp_min(1e-300)
+        py = table.sum((0, 1)) / table.sum()
+        if float(((cond - py) * (table.sum(-1, keepdim=True) > 0)).abs().max()) > 1e-6:
+            out.append((i, j))
+    return out
+
+
 def _permuted(data: Dataset, order: list[int]) -> Dataset:
     return Dataset(data.x[:, order], data.y, data.vocab_size, data.n_labels, data.weights)
 
@@ -125,7 +137,17 @@ def check_06_next_pairs(fn: Callable[[Dataset], list[tuple[int, int]]]) -> None:
     def all_pairs(g: Any, e: Any, c: Case) -> bool:
         return _as_pairs(g) == list(itertools.combinations(range(c.args[0].seq_len), 2))
 
+    def only(pairs: Callable[[int], list[tuple[int, int]]]) -> Callable[[Any, Any, Case], bool]:
+        return lambda g, e, c: _as_pairs(g) == pairs(c.args[0].seq_len) and sorted(e) != pairs(c.args[0].seq_len)
+
     diagnoses = [
+        Diagnosis(only(lambda L: [(i, i + 1) for i in range(L - 1)]),
+                  "you looked only at neighbouring positions: any two positions i < j can carry a pair term; test every pair"),
+        Diagnosis(lambda g, e, c: _as_pairs(g) == _as_pairs(raw_pairs(c.args[0])) and sorted(e) != _as_pairs(raw_pairs(c.args[0])),
+                  "a pair whose raw table P(y | x_i, x_j) is informative only through one of its tokens adds nothing "
+                  "beyond order 1: test the incremental signature (ctxlab.signatures.interaction), not the raw table"),
+        Diagnosis(only(lambda L: [(0, j) for j in range(1, L)]),
+                  "you assumed the key sits at position 0: the positions may come in any order; test every pair i < j"),
         Diagnosis(all_pairs, "not every pair carries new information: keep only pairs whose *incremental* signature "
                              "Delta S^2 = P(y|s,t) - P(y|s) - P(y|t) + P(y) is non-zero"),
         Diagnosis(lambda g, e, c: set(e) < set(_as_pairs(g) or []),

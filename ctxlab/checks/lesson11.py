@@ -564,7 +564,6 @@ def check_11_signature_classes(fn: Callable[[Tensor], Tensor]) -> None:
         return matches
 
     def on_a_grid(g, e, c) -> bool:
-        S = c.args[0].double()
         grids = [lambda S, k=k: S.round(decimals=k) for k in range(3, 10)]
         grids += [lambda S, w=w, f=f: f(S / w) for w in (1e-6, 2e-6, 1e-5, 1e-4, 1e-3) for f in (torch.round, torch.floor)]
         return any(grouped_by(key)(g, e, c) for key in grids)

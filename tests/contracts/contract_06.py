@@ -9,7 +9,7 @@ import torch
 from contracts import Contract
 from ctxlab import checks
 from ctxlab.checks.core import hard_labels
-from ctxlab.checks.lesson06 import splitting_pairs
+from ctxlab.checks.lesson06 import raw_pairs, splitting_pairs
 from ctxlab.signatures import joint
 from ctxlab.tasks import Dataset
 from ctxlab.theory import pair_residual
@@ -23,18 +23,6 @@ def unweighted(data, p, i, j):
 def summed(data, p, i, j):
     mass = joint(data, (min(i, j), max(i, j))).sum(-1)
     return pair_residual(data, p, i, j) * (mass if i < j else mass.T)[..., None]
-
-
-def raw_pairs(data):
-    """Pairs whose raw table P(y | x_i, x_j) differs from P(y): includes pairs informative via one token."""
-    out = []
-    for i, j in itertools.combinations(range(data.seq_len), 2):
-        table = joint(data, (i, j))
-        cond = table / table.sum(-1, keepdim=True).clamp_min(1e-300)
-        py = table.sum((0, 1)) / table.sum()
-        if float(((cond - py) * (table.sum(-1, keepdim=True) > 0)).abs().max()) > 1e-6:
-            out.append((i, j))
-    return out
 
 
 CONTRACT = [
