@@ -5,7 +5,10 @@ stated tolerance, prints exactly ``PASS <check name>`` when every case agrees, a
 raises ``AssertionError``. The message's first line names the case and what went wrong (the
 score table of ``ctxlab grade`` shows that line); the next lines give expected vs got.
 Visible cases are the ones the exercise shows; hidden ones use other tasks, sizes, sampled
-data and non-uniform weights, so an answer that only fits the example does not pass.
+data and non-uniform weights, so an answer that only fits the example does not pass, and the
+edge cases the exercise's stated conventions decide (ties, a threshold never reached, a first
+crossing that falls back, rows on either side of a rounding line), so a plausible wrong
+convention does not pass either.
 """
 
 from __future__ import annotations

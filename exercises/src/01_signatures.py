@@ -153,8 +153,9 @@ ctxlab.checks.check_01_pair_interaction(pair_interaction)
 # has, counting two rows as equal when every entry differs by at most `atol` (floating-point
 # rows are rarely *exactly* equal). Use the `atol` you are given, and compare rows with each other:
 # rounding to a grid is not the same relation (two rows 1e-10 apart can round to different grid
-# points). The check's rows never chain (no a ≈ b ≈ c with a, c apart). Then use it: how many groups do the key tokens form under
-# the order-1 signature, and the anchor-1 tokens under the order-1 and the order-2 terms?
+# points). The check's rows never chain (no a ≈ b ≈ c with a, c apart). Then use it: how many
+# groups do the key tokens form under the order-1 signature, and the anchor-1 tokens under the
+# order-1 and the order-2 terms?
 #
 # <details><summary>Hint</summary>
 #

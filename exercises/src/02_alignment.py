@@ -70,8 +70,8 @@ ctxlab.checks.check_02_linear_cka(linear_cka)
 # Write `random_rotation(E, seed)` returning E @ Q, where Q [d, d] is a *random* orthogonal matrix
 # (QᵀQ = I) drawn from the seed alone: the same seed must give the same Q, another seed another
 # Q, and Q should really mix **all** the axes (a permutation of the axes, or a rotation in one
-# plane that leaves the other axes alone, does not count). Then confirm
-# the lesson's claim: CKA(EQ, S) = CKA(E, S).
+# plane that leaves the other axes alone, does not count). Then confirm the lesson's claim:
+# CKA(EQ, S) = CKA(E, S).
 #
 # <details><summary>Hint</summary>
 #
