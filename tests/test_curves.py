@@ -1,11 +1,11 @@
-"""ctxlab.curves: synthetic curves put their treads, slides and spikes where they are asked to."""
+"""ctxlab.synthetic: synthetic curves put their treads, slides and spikes where they are asked to."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from ctxlab.curves import spike, staircase_curve
+from ctxlab.synthetic import spike, staircase_curve
 from ctxlab.rungs import measure_rungs
 
 LEVELS = [0.6931, 0.6109, 0.5554, 0.4737]

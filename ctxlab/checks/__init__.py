@@ -6,7 +6,18 @@ Adding a check for a new exercise is a few lines in ``ctxlab/checks/lessonNN.py`
 :func:`run_check`, and import the check here.
 """
 
-from ctxlab.checks.core import Case, Diagnosis, integer_equal, number_close, reweighted, run_check, tensor_close
+from ctxlab.checks.core import (
+    Case,
+    Diagnosis,
+    all_close,
+    as_float,
+    as_tensor,
+    integer_equal,
+    number_close,
+    reweighted,
+    run_check,
+    tensor_close,
+)
 from ctxlab.checks.lesson01 import (
     check_01_conditional_entropy,
     check_01_distinct_rows,
@@ -39,7 +50,7 @@ from ctxlab.checks.lesson11 import (
 )
 
 __all__ = [
-    "Case", "Diagnosis", "integer_equal", "number_close", "reweighted", "run_check", "tensor_close",
+    "Case", "Diagnosis", "all_close", "as_float", "as_tensor", "integer_equal", "number_close", "reweighted", "run_check", "tensor_close",
     "count_distinct_rows",
     "check_01_conditional_entropy", "check_01_distinct_rows", "check_01_order1_signature", "check_01_pair_interaction",
     "check_02_linear_cka", "check_02_permutation_baseline", "check_02_random_rotation",

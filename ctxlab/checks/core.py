@@ -5,7 +5,10 @@ stated tolerance, prints exactly ``PASS <check name>`` when every case agrees, a
 raises ``AssertionError``. The message's first line names the case and what went wrong (the
 score table of ``ctxlab grade`` shows that line); the next lines give expected vs got.
 Visible cases are the ones the exercise shows; hidden ones use other tasks, sizes, sampled
-data and non-uniform weights, so an answer that only fits the example does not pass.
+data and non-uniform weights, so an answer that only fits the example does not pass, and the
+edge cases the exercise's stated conventions decide (ties, a threshold never reached, a first
+crossing that falls back, rows on either side of a rounding line), so a plausible wrong
+convention does not pass either.
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ def tensor_close(atol: float) -> Compare:
     """Compare tensors (or arrays) of the same shape elementwise within ``atol``."""
 
     def compare(got: Any, expected: Tensor) -> str | None:
-        got_t = _as_tensor(got)
+        got_t = as_tensor(got)
         if got_t is None:
             return f"expected a tensor of shape {tuple(expected.shape)}, got {type(got).__name__}"
         if tuple(got_t.shape) != tuple(expected.shape):
@@ -69,7 +72,7 @@ def number_close(atol: float) -> Compare:
     """Compare a single number within ``atol``."""
 
     def compare(got: Any, expected: float) -> str | None:
-        value = _as_float(got)
+        value = as_float(got)
         if value is None:
             return f"expected a number, got {type(got).__name__}"
         if not abs(value - expected) <= atol:
@@ -83,7 +86,7 @@ def integer_equal() -> Compare:
     """Compare an integer count exactly."""
 
     def compare(got: Any, expected: int) -> str | None:
-        value = _as_float(got)
+        value = as_float(got)
         if value is None or value != int(value):
             return f"expected an integer, got {got!r}"
         if int(value) != expected:
@@ -129,7 +132,8 @@ def _safely(predicate: Callable, *args) -> bool:
         return False
 
 
-def _as_tensor(value: Any) -> Tensor | None:
+def as_tensor(value: Any) -> Tensor | None:
+    """What a learner returned as a CPU tensor (lists, arrays and numbers too), or None if it is not one."""
     if isinstance(value, Tensor):
         return value.detach().cpu()
     try:
@@ -138,7 +142,8 @@ def _as_tensor(value: Any) -> Tensor | None:
         return None
 
 
-def _as_float(value: Any) -> float | None:
+def as_float(value: Any) -> float | None:
+    """What a learner returned as one Python float (a 0-d tensor, a number), or None if it is not one."""
     try:
         return float(value.item() if hasattr(value, "item") else value)
     except Exception:
@@ -157,8 +162,9 @@ def _describe(args: tuple) -> str:
     return ", ".join(parts)
 
 
-def _close(a: Any, b: Any, atol: float = 1e-4) -> bool:
-    a_t, b_t = _as_tensor(a), _as_tensor(b)
+def all_close(a: Any, b: Any, atol: float = 1e-4) -> bool:
+    """True when ``a`` and ``b`` are tensors of one shape that agree within ``atol`` (what diagnoses test)."""
+    a_t, b_t = as_tensor(a), as_tensor(b)
     return a_t is not None and a_t.shape == b_t.shape and bool(torch.allclose(a_t.double(), b_t.double(), atol=atol))
 
 
@@ -170,3 +176,13 @@ def reweighted(data: Dataset, seed: int) -> Dataset:
     g = torch.Generator().manual_seed(seed)
     w = torch.rand(data.n, generator=g, dtype=torch.float64) + 0.2
     return Dataset(data.x, data.y, data.vocab_size, data.n_labels, (w / w.sum()).float())
+
+
+def hard_labels(data: Dataset) -> Dataset:
+    """The same rows with each label distribution replaced by its most likely label: what code that reads
+    ``data.y`` as integers (or takes an argmax) sees; the diagnoses compare with it."""
+    return Dataset(data.x, data.targets().argmax(-1), data.vocab_size, data.n_labels, data.weights)
+
+
+HARD_LABELS_HINT = ("you used one label per row (data.y as integers, or an argmax): rows of a population carry label "
+                    "DISTRIBUTIONS; use data.targets() [N, C], weighted by data.weights")

@@ -9,10 +9,12 @@ import torch
 from torch import Tensor
 
 from ctxlab.checks.core import (
+    HARD_LABELS_HINT,
     Case,
     Diagnosis,
-    _as_tensor,
-    _close,
+    all_close,
+    as_tensor,
+    hard_labels,
     integer_equal,
     number_close,
     reweighted,
@@ -51,12 +53,12 @@ def check_01_order1_signature(fn: Callable[[Dataset], Tensor]) -> None:
     cases = [Case(label, (data,), _order1_reference(data), hidden) for label, data, hidden in _datasets()]
 
     def position_blocks(t: Tensor, data: Dataset) -> Tensor:
-        return _as_tensor(t).double().reshape(data.vocab_size, data.seq_len, data.n_labels)
+        return as_tensor(t).double().reshape(data.vocab_size, data.seq_len, data.n_labels)
 
     def label_major(got, exp, case) -> bool:
         d = case.args[0]
         swapped = exp.reshape(d.vocab_size, d.seq_len, d.n_labels).transpose(1, 2).reshape(d.vocab_size, -1)
-        return _close(got, swapped)
+        return all_close(got, swapped)
 
     def joint_not_conditional(got, exp, case) -> bool:
         sums = position_blocks(got, case.args[0]).sum(-1)
@@ -69,11 +71,12 @@ def check_01_order1_signature(fn: Callable[[Dataset], Tensor]) -> None:
         return bool(empty.any()) and torch.allclose(g[~empty], e[~empty], atol=1e-4)
 
     diagnoses = [
-        Diagnosis(lambda g, e, c: _close(_as_tensor(g).T, e), "looks transposed: rows are tokens [V], columns (position, label) [L*C]"),
+        Diagnosis(lambda g, e, c: all_close(as_tensor(g).T, e), "looks transposed: rows are tokens [V], columns (position, label) [L*C]"),
         Diagnosis(label_major, "columns in the wrong order: put position i's labels together, column i*C + y"),
         Diagnosis(zeros_for_absent, "where token s never sits at position i, fill in P(y) (the order-0 signature), not 0"),
         Diagnosis(joint_not_conditional, "each (token, position) block must sum to 1 over labels: divide the weighted counts by P(x_i = s)"),
-        Diagnosis(lambda g, e, c: _close(g, _order1_reference(_uniform(c.args[0]))), "you ignored data.weights: weight each row's label distribution by its weight"),
+        Diagnosis(lambda g, e, c: all_close(g, _order1_reference(hard_labels(c.args[0]))), HARD_LABELS_HINT),
+        Diagnosis(lambda g, e, c: all_close(g, _order1_reference(_uniform(c.args[0]))), "you ignored data.weights: weight each row's label distribution by its weight"),
     ]  # fmt: skip
     run_check("check_01_order1_signature", fn, cases, tensor_close(atol=1e-5), diagnoses)
 
@@ -106,6 +109,7 @@ def check_01_conditional_entropy(fn: Callable[[Dataset, tuple[int, ...]], float]
         Diagnosis(is_(lambda c: -c.expected), "wrong sign: entropy is -sum p log p, a non-negative number"),
         Diagnosis(is_(lambda c: _joint_entropy(c.args[0], tuple(c.args[1]))), "that is the joint entropy H(Y, X_S): use P(y | x_S), not P(x_S, y), inside the log"),
         Diagnosis(is_(lambda c: conditional_entropy(c.args[0], ())), "that is H(Y): condition on the tokens at the given positions"),
+        Diagnosis(is_(lambda c: conditional_entropy(hard_labels(c.args[0]), tuple(c.args[1]))), HARD_LABELS_HINT),
         Diagnosis(is_(lambda c: conditional_entropy(_uniform(c.args[0]), tuple(c.args[1]))), "you ignored data.weights: each row counts with its weight"),
     ]  # fmt: skip
     run_check("check_01_conditional_entropy", fn, cases, number_close(atol=1e-4), diagnoses)
@@ -122,6 +126,7 @@ def check_01_pair_interaction(fn: Callable[[Dataset, int, int], Tensor]) -> None
         ("xor task", x, 1, 2, True),
         ("hierarchy task with random weights", reweighted(h, seed=4), 0, 1, True),
         ("hierarchy task, 3000 samples", hierarchy_task().sample(3000, seed=5), 1, 2, True),
+        ("hierarchy task, 150 samples (tokens that occur alone but never together)", hierarchy_task().sample(150, seed=5), 1, 2, True),
     ]
     cases = [Case(f"{label}, (i, j) = ({i}, {j})", (d, i, j), interaction(d, (i, j)), hidden) for label, d, i, j, hidden in specs]
 
@@ -137,11 +142,20 @@ def check_01_pair_interaction(fn: Callable[[Dataset, int, int], Tensor]) -> None
         d, i, j = c.args
         return joint(d, (i, j)).sum(-1, keepdim=True) > 0
 
+    def marginal_mask(g, e, c) -> bool:
+        d, i, j = c.args
+        alone = (joint(d, (i,)).sum(-1) > 0)[:, None] & (joint(d, (j,)).sum(-1) > 0)[None, :]
+        unmasked = raw(c) - _order1_reference(d).double().reshape(d.vocab_size, d.seq_len, -1)[:, None, i] \
+            - _order1_reference(d).double().reshape(d.vocab_size, d.seq_len, -1)[None, :, j] + p_y(c)
+        return not all_close(e, unmasked * alone[..., None]) and all_close(g, unmasked * alone[..., None])
+
     diagnoses = [
-        Diagnosis(lambda g, e, c: _close(_as_tensor(g).transpose(0, 1), e), "axes swapped: axis 0 is the token at position i, axis 1 the token at position j"),
-        Diagnosis(lambda g, e, c: _close(g, raw(c)), "that is P(y | x_i = s, x_j = t) itself: subtract both order-1 terms and add back P(y)"),
-        Diagnosis(lambda g, e, c: _close(g, e - p_y(c) * occurs(c)), "forgot to add back P(y): inclusion-exclusion has four terms"),
-        Diagnosis(lambda g, e, c: _close(_as_tensor(g) * occurs(c), e) and not _close(g, e), "set the term to 0 where the pair (s, t) never occurs at positions (i, j)"),
+        Diagnosis(marginal_mask, "your mask says (s, t) occurs when s occurs at i and t occurs at j, each on its own; on sampled "
+                                 "data a pair can be missing although both tokens occur: mask with the joint count P(x_i = s, x_j = t) > 0"),
+        Diagnosis(lambda g, e, c: all_close(as_tensor(g).transpose(0, 1), e), "axes swapped: axis 0 is the token at position i, axis 1 the token at position j"),
+        Diagnosis(lambda g, e, c: all_close(g, raw(c)), "that is P(y | x_i = s, x_j = t) itself: subtract both order-1 terms and add back P(y)"),
+        Diagnosis(lambda g, e, c: all_close(g, e - p_y(c) * occurs(c)), "forgot to add back P(y): inclusion-exclusion has four terms"),
+        Diagnosis(lambda g, e, c: all_close(as_tensor(g) * occurs(c), e) and not all_close(g, e), "set the term to 0 where the pair (s, t) never occurs at positions (i, j)"),
     ]  # fmt: skip
     run_check("check_01_pair_interaction", fn, cases, tensor_close(atol=1e-5), diagnoses)
 
@@ -162,12 +176,22 @@ def _rows_with_duplicates(seed: int, n_distinct: int, n_rows: int, n_cols: int, 
     return base[pick] + jitter * torch.randn(n_rows, n_cols, generator=g, dtype=torch.float64)
 
 
+def _adjacent_groups(matrix: Tensor, atol: float) -> int:
+    m = matrix.double()
+    return 1 + sum(int((m[k] - m[k - 1]).abs().max() > atol) for k in range(1, m.shape[0]))
+
+
 def check_01_distinct_rows(fn: Callable[[Tensor, float], int]) -> None:
     """fn(matrix, atol) -> how many different rows, two rows being equal when within ``atol`` entrywise."""
     h = _hierarchy()
     sig1 = label_signature(h, 1, form="raw").matrix
     sig2 = label_signature(h, 2, form="incremental").matrix
     close_but_distinct = torch.tensor([[0.0, 0.5], [0.001, 0.5], [0.0, 0.5]], dtype=torch.float64)
+    # pairs 2e-10 apart on either side of a grid line of 1e-6 (at 0.25 + 0.5e-6 and at 0.25): one group each
+    straddling = torch.tensor([[0.25 + 0.5e-6 - 1e-10, 0.7], [0.1, 0.25 - 1e-10], [0.25 + 0.5e-6 + 1e-10, 0.7],
+                               [0.1, 0.25 + 1e-10]], dtype=torch.float64)
+    apart_3e4 = torch.tensor([[0.1, 0.2], [0.1003, 0.2], [0.1, 0.2002], [0.1, 0.2]], dtype=torch.float64)
+    loose = torch.tensor([[0.3, 0.3], [0.304, 0.3], [0.6, 0.1], [0.6, 0.097], [0.9, 0.0]], dtype=torch.float64)
     inputs = [
         ("order-1 signature of the key tokens", sig1[:9], 1e-6, False),
         ("order-1 signature of all 27 tokens", sig1, 1e-6, True),
@@ -175,11 +199,27 @@ def check_01_distinct_rows(fn: Callable[[Tensor, float], int]) -> None:
         ("5 x 40 matrix, 3 distinct rows, jitter 1e-9", _rows_with_duplicates(0, 3, 5, 40, 1e-9), 1e-6, True),
         ("12 x 4 matrix, 7 distinct rows", _rows_with_duplicates(1, 7, 12, 4, 0.0), 1e-6, True),
         ("rows 0.001 apart, atol 1e-6", close_but_distinct, 1e-6, True),
+        ("rows 2e-10 apart on either side of a multiple of 1e-6 (or of one half of it)", straddling, 1e-6, True),
+        ("rows 2e-4 and 3e-4 apart, atol 1e-6", apart_3e4, 1e-6, True),
+        ("rows 0.004 apart, atol 0.01", loose, 0.01, True),
     ]
     cases = [Case(label, (m, atol), count_distinct_rows(m, atol), hidden) for label, m, atol, hidden in inputs]
+    def on_a_grid(g, e, c) -> bool:
+        m, atol = c.args[0].double(), c.args[1]
+        grids = [torch.round(m / (atol * scale)) for scale in (1, 2, 10, 100, 1000, 1e4)]
+        grids += [torch.floor(m / (atol * scale)) for scale in (1, 10, 100, 1000)]
+        grids += [torch.round(m, decimals=k) for k in range(1, 10)]
+        return any(int(g) == len(torch.unique(q, dim=0)) for q in grids)
+
     diagnoses = [
+        Diagnosis(lambda g, e, c: c.args[1] != 1e-6 and int(g) == count_distinct_rows(c.args[0], 1e-6), "use the atol you are given, not a fixed 1e-6"),
         Diagnosis(lambda g, e, c: int(g) == count_distinct_rows(c.args[0].T, c.args[1]), "you counted distinct columns: count rows (one per token)"),
         Diagnosis(lambda g, e, c: int(g) == len(torch.unique(c.args[0], dim=0)), "exact comparison: floating-point rows that agree within atol count as one"),
-        Diagnosis(lambda g, e, c: int(g) == c.args[0].shape[0], "you returned the number of rows: merge rows that are equal within atol"),
+        Diagnosis(lambda g, e, c: int(g) == c.args[0].shape[0], "you returned the number of rows: merge rows that are equal within atol (compare each row with every "
+                                                                  "group kept so far, not only with its neighbour)"),
+        Diagnosis(lambda g, e, c: int(g) == _adjacent_groups(*c.args), "you compared each row only with the row just before it: "
+                                                                       "equal rows need not be neighbours; compare each row with every group kept so far"),
+        Diagnosis(on_a_grid, "rounding to a grid is not 'equal within atol': two rows 1e-10 apart can sit on either side of a grid line, "
+                             "and a coarse grid merges rows that differ by more than atol; compare rows pairwise, max |a - b| <= atol"),
     ]  # fmt: skip
     run_check("check_01_distinct_rows", fn, cases, integer_equal(), diagnoses)

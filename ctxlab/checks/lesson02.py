@@ -9,7 +9,7 @@ import torch
 from torch import Tensor
 
 from ctxlab.align import cka
-from ctxlab.checks.core import Case, Diagnosis, _as_float, _as_tensor, number_close, run_check
+from ctxlab.checks.core import Case, Diagnosis, as_float, as_tensor, number_close, run_check
 from ctxlab.signatures import label_signature
 from ctxlab.tasks import hierarchy_task, xor_task
 
@@ -56,7 +56,7 @@ def check_02_linear_cka(fn: Callable[[Tensor, Tensor], float]) -> None:
     cases = [Case(label, (E, S), float(cka(E, S)), hidden) for label, E, S, hidden in _pairs()]
 
     def is_(value: Callable[[Case], float]) -> Callable[[Any, Any, Case], bool]:
-        return lambda g, e, c: abs(_as_float(g) - value(c)) < 1e-6 and abs(_as_float(g) - e) > 1e-6
+        return lambda g, e, c: abs(as_float(g) - value(c)) < 1e-6 and abs(as_float(g) - e) > 1e-6
 
     def centred(c: Case) -> tuple[Tensor, Tensor]:
         E, S = c.args
@@ -68,6 +68,9 @@ def check_02_linear_cka(fn: Callable[[Tensor, Tensor], float]) -> None:
 
     diagnoses = [
         Diagnosis(is_(lambda c: _uncentred_cka(*c.args)), "not centred: subtract the mean row (over tokens) from E and from S first"),
+        Diagnosis(lambda g, e, c: is_(lambda c: _uncentred_cka(centred(c)[0], c.args[1]))(g, e, c)
+                  or is_(lambda c: _uncentred_cka(c.args[0], centred(c)[1]))(g, e, c),
+                  "you centred only one of E and S: subtract the mean row from both"),
         Diagnosis(is_(frobenius_of_e), "the denominator uses ||E||_F ||S||_F squared; it needs the norms of the Gram matrices, ||E^T E||_F ||S^T S||_F"),
         Diagnosis(is_(lambda c: c.expected / c.args[0].shape[0]), "divided by V: CKA is a ratio, so no 1/V or 1/(V-1) factors survive; drop them or put them on both sides"),
         Diagnosis(is_(lambda c: c.expected ** 0.5), "that is the square root of CKA: the numerator is ||S^T E||_F squared"),
@@ -80,12 +83,13 @@ def check_02_linear_cka(fn: Callable[[Tensor, Tensor], float]) -> None:
 
 def _rotation_problem(got: Any, E: Tensor) -> str | None:
     """What is wrong with (fn(E, seed), fn(E, seed) again, fn(E, seed + 1)) as random rotations of E."""
-    outs = [_as_tensor(g) for g in got]
+    outs = [as_tensor(g) for g in got]
     if any(o is None or tuple(o.shape) != tuple(E.shape) for o in outs):
         return f"expected E @ Q with the shape of E {tuple(E.shape)}, got {[None if o is None else tuple(o.shape) for o in outs]}"
+    precision = 1e-8 if all(o.dtype == torch.float64 for o in outs) else 1e-5
     first, again, other = (o.double() for o in outs)
     gram = E @ E.T
-    if not torch.allclose(first @ first.T, gram, atol=1e-8 * float(gram.abs().max())):
+    if not torch.allclose(first @ first.T, gram, atol=precision * float(gram.abs().max())):
         return ("the token-by-token inner products E E^T changed, so Q is not orthogonal or it acts on the wrong "
                 "side: multiply E [V, d] on the right by a d x d matrix with Q^T Q = I (e.g. from torch.linalg.qr)")
     if not torch.equal(first, again):
@@ -96,6 +100,11 @@ def _rotation_problem(got: Any, E: Tensor) -> str | None:
     if (first - E).norm() < 1e-6 * E.norm() or int((Q.abs() > 1e-6).sum()) <= E.shape[1]:
         return ("Q only permutes or flips the axes (or does nothing): draw a random rotation, e.g. the Q factor of the QR "
                 "decomposition of a Gaussian d x d matrix")
+    d = E.shape[1]
+    if int(torch.linalg.matrix_rank(E)) == d and float((Q.abs() > 1e-6).double().mean()) < 0.9:
+        return (f"Q mixes only some of the axes ({int((Q.abs() > 1e-6).sum())} of its {d * d} entries are non-zero; a "
+                "rotation in one plane leaves the other axes alone): a random rotation mixes all d axes, e.g. the Q "
+                "factor of the QR decomposition of a Gaussian d x d matrix")
     return None
 
 
@@ -128,16 +137,25 @@ def shuffled_cka_reference(E: Tensor, S: Tensor, n: int, seed: int) -> float:
     return float(cka(torch.as_tensor(E, dtype=torch.float64)[perms], S).mean())
 
 
-def _baseline_problem(got: Any, expected: tuple[float, float]) -> str | None:
-    value, tolerance = expected
-    first, again = (_as_float(g) for g in got)
+def _baseline_problem(got: Any, expected: tuple[float, float, float]) -> str | None:
+    value, tolerance, spread = expected
+    first, again, others = got
+    first, again = as_float(first), as_float(again)
     if first is None or again is None:
         return f"expected a number, got {type(got[0]).__name__}"
     if first != again:
         return "two calls with the same seed gave different results: shuffle with torch.Generator().manual_seed(seed)"
     if abs(first - value) > tolerance:
         return f"expected about {value:.4f} (within {tolerance:.3f}, the spread of a mean over shuffles), got {first:.4f}"
+    if others:
+        found = float(torch.tensor([as_float(o) for o in others], dtype=torch.float64).std())
+        if found < 0.3 * spread:
+            return (f"with n = 2 shuffles, {len(others)} seeds should scatter by about {spread:.4f}; yours scatter by only "
+                    f"{found:.4f}, as if you averaged many more shuffles: use exactly n shuffled copies")
     return None
+
+
+N_SPREAD_SEEDS = 16  # seeds of the n = 2 case, whose scatter shows whether n shuffles were used
 
 
 def check_02_permutation_baseline(fn: Callable[[Tensor, Tensor, int, int], float]) -> None:
@@ -145,14 +163,23 @@ def check_02_permutation_baseline(fn: Callable[[Tensor, Tensor, int, int], float
     if not callable(fn):
         raise AssertionError(f"check_02_permutation_baseline: pass your function itself, got {fn!r}")
 
-    def two_calls(E: Tensor, S: Tensor, n: int, seed: int) -> tuple:
-        return fn(E, S, n, seed), fn(E, S, n, seed)
+    def calls(E: Tensor, S: Tensor, n: int, seed: int) -> tuple:
+        others = [fn(E, S, n, seed + 1 + k) for k in range(N_SPREAD_SEEDS)] if n <= 2 else []
+        return fn(E, S, n, seed), fn(E, S, n, seed), others
 
-    two_calls.__name__ = getattr(fn, "__name__", "your function")
+    calls.__name__ = getattr(fn, "__name__", "your function")
+    run_check("check_02_permutation_baseline", calls, _baseline_cases(), _baseline_problem)
+
+
+@cache
+def _baseline_cases() -> list[Case]:
+    """Expected (mean, tolerance, scatter over seeds) per pair, with n = 300 shuffles and once with n = 2."""
     cases = []
     for label, E, S, hidden in _pairs()[:5]:
-        n = 300
-        spread = float(cka(E[torch.stack([torch.randperm(E.shape[0], generator=torch.Generator().manual_seed(i)) for i in range(200)])], S).std())
-        tolerance = max(5 * spread / n**0.5, 2e-3)
-        cases.append(Case(label, (E, S, n, 1 + len(cases)), (shuffled_cka_reference(E, S, 4000, seed=99), tolerance), hidden))
-    run_check("check_02_permutation_baseline", two_calls, cases, _baseline_problem)
+        perms = torch.stack([torch.randperm(E.shape[0], generator=torch.Generator().manual_seed(i)) for i in range(200)])
+        spread = float(cka(E[perms], S).std())
+        mean = shuffled_cka_reference(E, S, 2000, seed=99)  # its error is a tenth of the tolerance
+        for n in (300, 2) if not cases else (300,):
+            expected = (mean, max(5 * spread / n**0.5, 2e-3), spread / n**0.5)
+            cases.append(Case(f"{label}, n = {n}", (E, S, n, 1 + len(cases)), expected, hidden or n == 2))
+    return cases

@@ -1,6 +1,6 @@
 """Checks for the exercises of lesson 03 (the staircase, observed).
 
-The rung-reading checks use synthetic loss curves from :mod:`ctxlab.curves` (treads, slides
+The rung-reading checks use synthetic loss curves from :mod:`ctxlab.synthetic` (treads, slides
 through a level, treads at unpredicted sub-levels, spikes, stairs never reached, irregular
 recording steps, other ladders): each runs in well under a second and its reference answers come
 from :mod:`ctxlab.rungs`. The build-it check trains nothing of the learner's choosing: it calls the
@@ -20,8 +20,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ctxlab.checks.core import Case, Diagnosis, _as_float, run_check
-from ctxlab.curves import spike, staircase_curve
+from ctxlab.checks.core import Case, Diagnosis, as_float, run_check
+from ctxlab.synthetic import spike, staircase_curve
 from ctxlab.rungs import TOL, measure_rungs, stair_onsets
 
 BINARY = (math.log(2), 0.6109, 0.5554, 0.4737)  # the headline ladder (hierarchy_task(block=8, n_values=2)), rounded
@@ -241,13 +241,13 @@ def _rise_variant(steps: Tensor, loss: Tensor, levels: Sequence[float], tol: flo
 def _rise_problem(got: Any, expected: tuple[float, int | None]) -> str | None:
     if not isinstance(got, (tuple, list)) or len(got) != 2:
         return f"expected a pair (rise, ends_on), got {got!r}"
-    rise = _as_float(got[0])
+    rise = as_float(got[0])
     if rise is None or not abs(rise - expected[0]) <= 1e-6:
         return f"expected a largest rise of {expected[0]:.6f} nats, got {got[0]!r}"
     want = expected[1]
     if want is None:
         return None if got[1] is None else f"the final loss is not within the tolerance of any level: expected None, got {got[1]!r}"
-    if got[1] is None or _as_float(got[1]) != want:
+    if got[1] is None or as_float(got[1]) != want:
         return f"expected the curve to end on rung {want}, got {got[1]!r}"
     return None
 
@@ -263,7 +263,7 @@ def check_03_rise_and_end(fn: Callable[[Tensor, Tensor, Sequence[float]], tuple]
     def rise_only(**kw) -> Callable[[Any, Any, Case], bool]:
         def matches(g, e, c: Case) -> bool:
             want = _rise_variant(*c.args, **kw)[0]
-            return isinstance(g, (tuple, list)) and len(g) == 2 and abs(want - e[0]) > 1e-6 and _as_float(g[0]) is not None and abs(_as_float(g[0]) - want) <= 1e-6
+            return isinstance(g, (tuple, list)) and len(g) == 2 and abs(want - e[0]) > 1e-6 and as_float(g[0]) is not None and abs(as_float(g[0]) - want) <= 1e-6
         return matches
 
     diagnoses = [
@@ -324,7 +324,7 @@ def _ensembles() -> list[tuple[str, tuple, bool]]:
 
 
 def _gamma_problem(got: Any, expected: float) -> str | None:
-    value = _as_float(got)
+    value = as_float(got)
     if value is None:
         return f"expected a number (a value of γ), got {type(got).__name__}"
     if abs(value - expected) > 1e-9:
@@ -355,7 +355,7 @@ def check_03_longest_wait(fn: Callable[[Tensor, Tensor, Sequence[float], Sequenc
         Diagnosis(picks(lambda c: longest(c, larger_on_ties=True)), "when two γ wait equally long on average, return the smaller γ"),
         Diagnosis(picks(lambda c: min(_wait_means(*c.args).items(), key=lambda kv: kv[1])[0]), "that γ waits the shortest: return the one whose runs wait longest"),
         Diagnosis(picks(lambda c: max(c.args[2])), "you returned the largest γ: measure the wait before the first stair in the curves instead of assuming"),
-        Diagnosis(lambda g, e, c: _as_float(g) is not None and float(_as_float(g)).is_integer() and _as_float(g) not in c.args[2], "return the value of γ, not its position in the list"),
+        Diagnosis(lambda g, e, c: as_float(g) is not None and float(as_float(g)).is_integer() and as_float(g) not in c.args[2], "return the value of γ, not its position in the list"),
     ]  # fmt: skip
     run_check("check_03_longest_wait", fn, cases, _gamma_problem, diagnoses)
 

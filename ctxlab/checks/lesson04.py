@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 from torch import Tensor
 
-from ctxlab.checks.core import Case, Diagnosis, _as_float, _as_tensor, reweighted, run_check
+from ctxlab.checks.core import (
+    HARD_LABELS_HINT,
+    Case,
+    Diagnosis,
+    as_float,
+    as_tensor,
+    hard_labels,
+    reweighted,
+    run_check,
+)
 from ctxlab.models import EmbMLP
 from ctxlab.signatures import joint
 from ctxlab.tasks import Dataset, Task, hierarchy_task, with_token_frequencies, xor_task, zipf
@@ -48,7 +58,7 @@ def _velocity_cases() -> list[Case]:
 
 def _velocity_compare(got: Any, expected: tuple[Tensor, Tensor]) -> str | None:
     reference, autograd = expected
-    g = _as_tensor(got)
+    g = as_tensor(got)
     if g is None:
         return f"expected a tensor of shape {tuple(reference.shape)}, got {type(got).__name__}"
     if tuple(g.shape) != tuple(reference.shape):
@@ -64,22 +74,35 @@ def _velocity_compare(got: Any, expected: tuple[Tensor, Tensor]) -> str | None:
 
 
 def _scaled(got: Any, expected: tuple[Tensor, Tensor], factor: float) -> bool:
-    g, ref = _as_tensor(got).double(), expected[0].double()
+    g, ref = as_tensor(got).double(), expected[0].double()
     return bool(torch.allclose(g, factor * ref, rtol=1e-3, atol=1e-9 * float(ref.abs().max())))
 
 
-def _conditional_drive(model: EmbMLP, data: Dataset) -> Tensor:
-    """E1 with P(y | x_i = s) - u in place of P(x_i = s, y) - pi_i(s) u (the frequency dropped)."""
+def _e1_variant(model: EmbMLP, data: Dataset, *, conditional: bool = False, centre: bool = True,
+                positions: Sequence[int] | None = None) -> Tensor:
+    """E1 with one step changed: P(y | x_i = s) - u for the drive (the frequency dropped), no centring, or
+    only some positions."""
     K, V, d = model.embedding.shape
     L, C = model.seq_len, model.n_labels
     w1 = model.w1.detach().double().reshape(K, L, d, -1)
     out = torch.zeros(K, V, d, dtype=torch.float64)
-    for i in range(L):
+    for i in range(L) if positions is None else positions:
         table = joint(data, (i,))
         pi = table.sum(-1, keepdim=True)
-        drive = torch.where(pi > 0, table / pi.clamp_min(1e-300) - 1.0 / C, torch.zeros_like(table))
+        if conditional:
+            drive = torch.where(pi > 0, table / pi.clamp_min(1e-300) - 1.0 / C, torch.zeros_like(table))
+        else:
+            drive = table - pi / C if centre else table
         out += drive[None] @ (w1[:, i] @ model.w2.detach().double()).transpose(-1, -2)
     return 0.5 * out if model.activation == "gelu" else out
+
+
+def _gives(**change) -> Callable[[Any, Any, Case], bool]:
+    def matches(g: Any, e: Any, c: Case) -> bool:
+        alt = _e1_variant(*c.args, **change)
+        return bool(torch.allclose(as_tensor(g).double(), alt, rtol=1e-3, atol=1e-12)) and not torch.allclose(alt, e[0].double())
+
+    return matches
 
 
 def check_04_e1_velocity(fn: Callable[[EmbMLP, Dataset], Tensor]) -> None:
@@ -87,8 +110,13 @@ def check_04_e1_velocity(fn: Callable[[EmbMLP, Dataset], Tensor]) -> None:
     diagnoses = [
         Diagnosis(lambda g, e, c: _scaled(g, e, 2.0), "twice too big: multiply by sigma'(0), which is 1/2 for GELU (gelu(u) ~ u/2 near 0)"),
         Diagnosis(lambda g, e, c: _scaled(g, e, 0.5), "half too small: sigma'(0) is 1/2 for GELU but 1 for tanh; look at model.activation"),
-        Diagnosis(lambda g, e, c: bool(torch.allclose(_as_tensor(g).double(), _conditional_drive(*c.args), rtol=1e-3, atol=1e-12)),
+        Diagnosis(_gives(centre=False), "subtract pi_i(s) u from P(x_i = s, ·): at small init the model already predicts u"),
+        Diagnosis(lambda g, e, c: any(_gives(positions=[i])(g, e, c) for i in range(c.args[0].seq_len)),
+                  "you used one position only: sum the drive over every position i, each with its own block M_i"),
+        Diagnosis(_gives(conditional=True),
                   "you used P(y | x_i = s) - u: weight it by the token's frequency pi_i(s), i.e. use the joint P(x_i = s, y) - pi_i(s) u"),
+        Diagnosis(lambda g, e, c: bool(torch.allclose(as_tensor(g).double(), mlp_embedding_velocity(c.args[0], hard_labels(c.args[1])).double(),
+                                                      rtol=1e-3, atol=1e-12)), HARD_LABELS_HINT),
     ]  # fmt: skip
     run_check("check_04_e1_velocity", fn, _velocity_cases(), _velocity_compare, diagnoses)
 
@@ -136,7 +164,7 @@ def _ratio_cases() -> list[Case]:
 
 def _relative(rtol: float):
     def compare(got: Any, expected: float) -> str | None:
-        value = _as_float(got)
+        value = as_float(got)
         if value is None:
             return f"expected a number, got {type(got).__name__}"
         if not abs(value - expected) <= rtol * abs(expected):

@@ -9,7 +9,17 @@ from typing import Any, Callable
 import torch
 from torch import Tensor
 
-from ctxlab.checks.core import Case, Diagnosis, _as_tensor, _close, reweighted, run_check, tensor_close
+from ctxlab.checks.core import (
+    HARD_LABELS_HINT,
+    Case,
+    Diagnosis,
+    all_close,
+    as_tensor,
+    hard_labels,
+    reweighted,
+    run_check,
+    tensor_close,
+)
 from ctxlab.models import LinearEmb
 from ctxlab.tasks import Dataset, hierarchy_task, modes_task, xor_task
 from ctxlab.theory import correlation_modes, fit_growth_rate, input_output_correlation, mode_strengths, product_map
@@ -56,10 +66,11 @@ def check_05_singular_values(fn: Callable[[Dataset], Tensor]) -> None:
     """fn(data) -> [C]: the singular values of Sigma_yx[:, i*V + s] = pi_i(s) (P(y | x_i = s) - u), descending."""
     cases = [Case(label, (d,), singular_values_reference(d), hidden) for label, d, hidden in _datasets()]
     diagnoses = [
-        Diagnosis(lambda g, e, c: _close(g, _svals(_blocks(c.args[0], "u", False))), "each column needs the token's frequency pi_i(s): the drive is P(x_i = s, y) - pi_i(s)/C"),
-        Diagnosis(lambda g, e, c: _close(g, _svals(_blocks(c.args[0], "none", True))), "subtract the uniform distribution u = 1/C: at small init the model already predicts u"),
-        Diagnosis(lambda g, e, c: _close(g, _svals(_blocks(c.args[0], "p_y", True))), "centre with u = 1/C (what the model predicts at init), not with the label marginal P(y)"),
-        Diagnosis(lambda g, e, c: _close(_as_tensor(g).flip(0), e), "sort the singular values in descending order"),
+        Diagnosis(lambda g, e, c: all_close(g, _svals(_blocks(c.args[0], "u", False))), "each column needs the token's frequency pi_i(s): the drive is P(x_i = s, y) - pi_i(s)/C"),
+        Diagnosis(lambda g, e, c: all_close(g, _svals(_blocks(c.args[0], "none", True))), "subtract the uniform distribution u = 1/C: at small init the model already predicts u"),
+        Diagnosis(lambda g, e, c: all_close(g, _svals(_blocks(c.args[0], "p_y", True))), "centre with u = 1/C (what the model predicts at init), not with the label marginal P(y)"),
+        Diagnosis(lambda g, e, c: all_close(as_tensor(g).flip(0), e), "sort the singular values in descending order"),
+        Diagnosis(lambda g, e, c: all_close(g, singular_values_reference(hard_labels(c.args[0]))), HARD_LABELS_HINT),
     ]  # fmt: skip
     run_check("check_05_singular_values", fn, cases, tensor_close(atol=1e-6), diagnoses)
 
@@ -89,6 +100,29 @@ def _synthetic(seed: int, rates: list[float], finals: list[float], T: int = 200)
     return t, torch.stack(curves, dim=1)
 
 
+def _tied() -> tuple[Tensor, Tensor]:
+    """Recorded every 20 steps; modes 2, 0 and 3 cross the level between steps 40 and 60, mode 1 earlier."""
+    steps = torch.arange(0, 400, 20)
+    t = steps.double()[:, None]
+    return steps, torch.sigmoid((t - torch.tensor([50.0, 25.0, 45.0, 55.0])) / 8.0) * torch.tensor([1.0, 1.0, -1.0, 1.0])
+
+
+def _overshoot() -> tuple[Tensor, Tensor]:
+    """Mode 0 passes the level at step 20, falls back below it, and stays above only from step 150."""
+    steps = torch.arange(0, 300, 10)
+    t = steps.double()
+    bump = 0.8 * torch.exp(-(((t - 25.0) / 10.0) ** 2))
+    mode0 = bump + torch.sigmoid((t - 150.0) / 10.0)
+    mode1 = torch.sigmoid((t - 80.0) / 10.0)
+    return steps, torch.stack([mode0, mode1], dim=1)
+
+
+def _exactly_at() -> tuple[Tensor, Tensor]:
+    """Mode 0 equals the level (exactly) at step 2 and passes it at step 4; mode 1 passes it at step 3."""
+    a = torch.tensor([[0.0, 0.0], [0.25, 0.3], [0.5, 0.45], [0.5, 0.7], [1.0, 0.8]], dtype=torch.float64)
+    return torch.arange(5), a
+
+
 @lru_cache(maxsize=1)
 def _run_curves() -> tuple[Tensor, Tensor]:
     task = modes_task((0.2, 0.6, 0.1))
@@ -103,6 +137,10 @@ def _order_cases() -> list[Case]:
         ("four synthetic modes, a slow one ends highest", _synthetic(1, [0.05, 0.2, 0.1, 0.4], [6.0, 1.0, 2.0, 0.8]), 0.4, True),
         ("negative-going mode", (lambda t, a: (t, a * torch.tensor([1.0, -1.0])))(*_synthetic(2, [0.1, 0.3], [2.0, 2.0])), 0.5, True),
         ("a LinearEmb run on the modes task with strengths (0.2, 0.6, 0.1)", _run_curves(), 0.5, True),
+        ("two of four modes never reach the level", _synthetic(3, [0.2, 0.1, 0.15, 0.3], [0.3, 2.0, 0.45, 1.5]), 0.5, True),
+        ("three modes reach the level between the same two records", _tied(), 0.5, True),
+        ("a mode overshoots early, dips below the level, then rises for good", _overshoot(), 0.5, True),
+        ("a mode sits exactly at the level", _exactly_at(), 0.5, True),
     ]  # fmt: skip
     return [Case(label, (steps, a, level), switch_on_order_reference(steps, a, level), hidden) for label, (steps, a), level, hidden in specs]
 
@@ -125,14 +163,46 @@ def _order_by(key: Callable[[Tensor], Tensor], descending: bool) -> Callable[[An
     return matches
 
 
+def _order_of_first(c: Case, *, never: float = math.inf, strict: bool = False, for_good: bool = False,
+                    ties_descending: bool = False) -> list[int]:
+    """The answer under one changed convention: what a typical mistake returns."""
+    steps, a, level = c.args
+    reached = a.abs() > level if strict else a.abs() >= level
+    if for_good:  # the first record after the last one below the level
+        stays = reached.flip(0).int().cumprod(0).flip(0).bool()
+        first = _first_steps(steps, stays)
+    else:
+        first = _first_steps(steps, reached)
+    first = torch.where(first.isinf(), torch.full_like(first, never), first)
+    return sorted(range(len(first)), key=lambda k: (float(first[k]), -k if ties_descending else k))
+
+
+def _gives(**change) -> Callable[[Any, Any, Case], bool]:
+    def matches(g, e, c) -> bool:
+        alt = _order_of_first(c, **change)
+        return alt != e and [int(v) for v in g] == alt
+
+    return matches
+
+
 def check_05_switch_on_order(fn: Callable[[Tensor, Tensor, float], list[int]]) -> None:
-    """fn(steps [T], strengths [T, r], level) -> mode indices, earliest first step with |a_k| >= level first."""
+    """fn(steps [T], strengths [T, r], level) -> mode indices, earliest first step with |a_k| >= level first.
+
+    Ties (the same first step) keep index order; modes that never reach the level come last, in index order.
+    """
     diagnoses = [
+        Diagnosis(_gives(never=-math.inf), "a mode that never reaches the level sorts FIRST in your answer: it must come last "
+                                           "(treat its step as +inf; argmax of an all-False column is 0, and -1 sorts first too)"),
+        Diagnosis(_gives(ties_descending=True), "modes with the same first step (or that both never reach the level) keep their "
+                                                "index order, lower index first: use a stable sort"),
+        Diagnosis(_gives(for_good=True), "that is the step after which |a_k| stays above the level; the question asks for the FIRST "
+                                         "recorded step at which |a_k| >= level, even if it dips below again later"),
+        Diagnosis(_gives(strict=True), "reaching means |a_k| >= level (a mode exactly at the level has reached it), not >"),
+        Diagnosis(lambda g, e, c: [int(v) for v in g] == [int(k) for k in torch.argsort(_first_steps(c.args[0], c.args[1] >= c.args[2]), stable=True)],
+                  "take the absolute value: a mode can grow with a negative sign"),
         Diagnosis(lambda g, e, c: [int(v) for v in g] == e[::-1], "reversed: the mode that reaches the level first comes first"),
         Diagnosis(_order_by(lambda a: a.abs()[-1], True), "that sorts by the final strength; sort by the first step at which |a_k| reaches the level"),
         Diagnosis(_order_by(lambda a: a.abs().argmax(0).double(), False), "that sorts by the step of the peak; use the first step at which |a_k| reaches the level"),
-        Diagnosis(lambda g, e, c: [int(v) for v in g] == [int(k) for k in torch.argsort(_first_steps(c.args[0], c.args[1] >= c.args[2]), stable=True)],
-                  "take the absolute value: a mode can grow with a negative sign"),
     ]  # fmt: skip
     run_check("check_05_switch_on_order", fn, _order_cases(), _list_equal, diagnoses)
 
@@ -162,14 +232,29 @@ def _rate_cases() -> list[Case]:
     return cases
 
 
+RATE_RTOL = 1e-4  # the fit is exact arithmetic on the given points: only the rounding of another formula is allowed
+
+
 def _rate_compare(got: Any, expected: float) -> str | None:
     try:
         value = float(got)
     except Exception:
         return f"expected a number, got {type(got).__name__}"
-    if not math.isfinite(value) or abs(value - expected) > 0.02 * abs(expected):
-        return f"expected a growth rate of {expected:.4f} per step, got {value:.4f} (tolerance 2%)"
+    if not math.isfinite(value) or abs(value - expected) > RATE_RTOL * abs(expected):
+        return f"expected a growth rate of {expected:.6f} per step, got {value:.6f} (tolerance {RATE_RTOL:.0e} relative)"
     return None
+
+
+def _fit_inside(steps: Tensor, a: Tensor, start: float, stop: float) -> float:
+    """The fit over start < step < stop, both ends left out."""
+    inside = (steps > start) & (steps < stop)
+    return float(fit_growth_rate(steps[inside], a[inside], float(steps[inside][0]), float(steps[inside][-1])))
+
+
+def _end_to_end(steps: Tensor, a: Tensor, start: float, stop: float) -> float:
+    inside = (steps >= start) & (steps <= stop)
+    t, y = steps[inside].double(), a[inside].double().abs().log()
+    return float((y[-1] - y[0]) / (t[-1] - t[0]))
 
 
 def check_05_growth_rate(fn: Callable[[Tensor, Tensor, float, float], float]) -> None:
@@ -183,5 +268,11 @@ def check_05_growth_rate(fn: Callable[[Tensor, Tensor, float, float], float]) ->
         Diagnosis(ratio(0.5), "half the rate: fit ln|a| itself (a is the product of two factors, each growing at half the rate)"),
         Diagnosis(lambda g, e, c: abs(float(g) - float(fit_growth_rate(c.args[0], c.args[1], float(c.args[0][0]), float(c.args[0][-1])))) < 1e-6,
                   "you fitted the whole curve: keep only the steps inside [start, stop], where the growth is exponential"),
+        Diagnosis(lambda g, e, c: abs(float(g) - _fit_inside(*c.args)) < 1e-6 * abs(e) and abs(_fit_inside(*c.args) - e) > RATE_RTOL * abs(e),
+                  "the window includes both ends: keep the steps with start <= step <= stop (a step equal to stop counts)"),
+        Diagnosis(lambda g, e, c: abs(float(g) - e * float(c.args[0][1] - c.args[0][0])) < 1e-3 * abs(e),
+                  "that is the slope per record, not per step: fit against the recorded steps themselves"),
+        Diagnosis(lambda g, e, c: abs(float(g) - _end_to_end(*c.args)) < 1e-9 * abs(e),
+                  "that is the slope between the window's two end points: fit a least-squares line through every point inside"),
     ]  # fmt: skip
     run_check("check_05_growth_rate", fn, _rate_cases(), _rate_compare, diagnoses)

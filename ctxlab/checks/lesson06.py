@@ -10,10 +10,12 @@ import torch
 from torch import Tensor
 
 from ctxlab.checks.core import (
+    HARD_LABELS_HINT,
     Case,
     Diagnosis,
-    _as_tensor,
-    _close,
+    all_close,
+    as_tensor,
+    hard_labels,
     reweighted,
     run_check,
     tensor_close,
@@ -60,18 +62,19 @@ def check_06_pair_residual(fn: Callable[[Dataset, Tensor, int, int], Tensor]) ->
         data = c.args[0]
         mass = joint(data, (min(c.args[2:]), max(c.args[2:]))).sum(-1)
         mass = mass if c.args[2] < c.args[3] else mass.T
-        return _close(g, e * mass[..., None], 1e-6)
+        return all_close(g, e * mass[..., None], 1e-6)
 
     def ignores_weights(g: Any, e: Tensor, c: Case) -> bool:
         data, p, i, j = c.args
         flat = Dataset(data.x, data.y, data.vocab_size, data.n_labels, torch.full((data.n,), 1.0 / data.n))
-        return not _close(e, pair_residual(flat, p, i, j)) and _close(g, pair_residual(flat, p, i, j))
+        return not all_close(e, pair_residual(flat, p, i, j)) and all_close(g, pair_residual(flat, p, i, j))
 
     diagnoses = [
-        Diagnosis(lambda g, e, c: _close(g, -e), "sign flipped: the residual is e_y - p (target minus prediction)"),
+        Diagnosis(lambda g, e, c: all_close(g, -e), "sign flipped: the residual is e_y - p (target minus prediction)"),
         Diagnosis(joint_not_conditional, "you summed instead of averaging: divide by P(x_i = s, x_j = t) to get a conditional mean"),
         Diagnosis(ignores_weights, "weight each row by data.weights (the population probability), not 1/N"),
-        Diagnosis(lambda g, e, c: _close(_as_tensor(g).transpose(0, 1), e) and not _close(g, e),
+        Diagnosis(lambda g, e, c: all_close(g, pair_residual(hard_labels(c.args[0]), *c.args[1:])), HARD_LABELS_HINT),
+        Diagnosis(lambda g, e, c: all_close(as_tensor(g).transpose(0, 1), e) and not all_close(g, e),
                   "axes swapped: the first axis is the token at position i, the second the token at position j"),
     ]  # fmt: skip
     run_check("check_06_pair_residual", fn, _residual_cases(), tensor_close(1e-4), diagnoses)
@@ -84,6 +87,18 @@ def splitting_pairs(data: Dataset, tol: float = 1e-6) -> list[tuple[int, int]]:
     """Position pairs (i < j) whose incremental pair signature Delta S^2 is not zero (reference)."""
     pairs = itertools.combinations(range(data.seq_len), 2)
     return [(i, j) for i, j in pairs if float(interaction(data, (i, j)).abs().max()) > tol]
+
+
+def raw_pairs(data: Dataset) -> list[tuple[int, int]]:
+    """Pairs whose raw table P(y | x_i, x_j) differs from P(y): what testing the raw table instead of the increment finds."""
+    out = []
+    for i, j in itertools.combinations(range(data.seq_len), 2):
+        table = joint(data, (i, j))
+        cond = table / table.sum(-1, keepdim=True).clamp_min(1e-300)
+        py = table.sum((0, 1)) / table.sum()
+        if float(((cond - py) * (table.sum(-1, keepdim=True) > 0)).abs().max()) > 1e-6:
+            out.append((i, j))
+    return out
 
 
 def _permuted(data: Dataset, order: list[int]) -> Dataset:
@@ -122,7 +137,17 @@ def check_06_next_pairs(fn: Callable[[Dataset], list[tuple[int, int]]]) -> None:
     def all_pairs(g: Any, e: Any, c: Case) -> bool:
         return _as_pairs(g) == list(itertools.combinations(range(c.args[0].seq_len), 2))
 
+    def only(pairs: Callable[[int], list[tuple[int, int]]]) -> Callable[[Any, Any, Case], bool]:
+        return lambda g, e, c: _as_pairs(g) == pairs(c.args[0].seq_len) and sorted(e) != pairs(c.args[0].seq_len)
+
     diagnoses = [
+        Diagnosis(only(lambda L: [(i, i + 1) for i in range(L - 1)]),
+                  "you looked only at neighbouring positions: any two positions i < j can carry a pair term; test every pair"),
+        Diagnosis(lambda g, e, c: _as_pairs(g) == _as_pairs(raw_pairs(c.args[0])) and sorted(e) != _as_pairs(raw_pairs(c.args[0])),
+                  "a pair whose raw table P(y | x_i, x_j) is informative only through one of its tokens adds nothing "
+                  "beyond order 1: test the incremental signature (ctxlab.signatures.interaction), not the raw table"),
+        Diagnosis(only(lambda L: [(0, j) for j in range(1, L)]),
+                  "you assumed the key sits at position 0: the positions may come in any order; test every pair i < j"),
         Diagnosis(all_pairs, "not every pair carries new information: keep only pairs whose *incremental* signature "
                              "Delta S^2 = P(y|s,t) - P(y|s) - P(y|t) + P(y) is non-zero"),
         Diagnosis(lambda g, e, c: set(e) < set(_as_pairs(g) or []),

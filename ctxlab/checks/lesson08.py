@@ -16,33 +16,13 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ctxlab.checks.core import Case, Diagnosis, _as_float, run_check, tensor_close
+from ctxlab.checks.core import Case, Diagnosis, as_float, run_check, tensor_close
+from ctxlab.synthetic import small_init_table, synthetic_phase_map
 
 LAYERNORM_EPS = 1e-5  # torch.nn.functional.layer_norm's default
 
 
 # --- exercise 1: the corner without a first plateau ---------------------------------------------
-
-
-def synthetic_phase_map(gammas: Sequence[float], lrs: Sequence[float], steps: int = 800, unstable: float = math.inf,
-                        stuck: tuple[int, int] | None = None, knob_lengthens: bool = False) -> Tensor:
-    """A plateau map [G, R]: rest ~ (e^(3(gamma-0.5)) - 1.3) / lr, capped at ``steps``; NaN for lr >= ``unstable``.
-
-    ``stuck`` keeps one cell of an unstable column finite (a run that got stuck instead of blowing up);
-    ``knob_lengthens`` makes the column knob lengthen the rest instead (e.g. weight decay).
-    """
-    rows = []
-    for g in gammas:
-        row = []
-        for r in lrs:
-            factor = (1.0 + 40.0 * r) if knob_lengthens else 1.0 / r
-            row.append(min(float(steps), max(0.0, round(120.0 * (math.exp(3.0 * (g - 0.5)) - 1.3) * factor / 5) * 5)))
-        rows.append(row)
-    plateau = torch.tensor(rows, dtype=torch.float64)
-    plateau[:, torch.tensor([r >= unstable for r in lrs], dtype=torch.bool)] = torch.nan
-    if stuck is not None:
-        plateau[stuck] = 265.0
-    return plateau
 
 
 def no_plateau_corner_reference(gammas: Sequence[float], lrs: Sequence[float], plateau: Tensor) -> tuple[float, float]:
@@ -78,7 +58,7 @@ def _maps() -> list[tuple[str, tuple, bool]]:
 def _corner_problem(got: Any, expected: tuple[float, float]) -> str | None:
     if not isinstance(got, (tuple, list)) or len(got) != 2:
         return f"expected a pair (gamma, lr), got {got!r}"
-    values = [_as_float(v) for v in got]
+    values = [as_float(v) for v in got]
     if None in values:
         return f"expected two numbers (gamma, lr), got {got!r}"
     if any(abs(v - e) > 1e-9 for v, e in zip(values, expected)):
@@ -120,15 +100,13 @@ def check_08_no_plateau_corner(fn: Callable[[Sequence[float], Sequence[float], T
 
 def layernorm_norms_reference(E: Tensor) -> Tensor:
     """||LayerNorm(E_s)|| for every row s of E [V, d] (no affine, biased variance, eps 1e-5)."""
+    return _layernorm_norms(E, LAYERNORM_EPS)
+
+
+def _layernorm_norms(E: Tensor, eps: float) -> Tensor:
     E = torch.as_tensor(E, dtype=torch.float64)
     centred = E - E.mean(-1, keepdim=True)
-    return (centred / (centred.pow(2).mean(-1, keepdim=True) + LAYERNORM_EPS).sqrt()).norm(dim=-1)
-
-
-def small_init_table(vocab: int, d: int, gamma: float, seed: int, offset: float = 0.0) -> Tensor:
-    """An embedding table [V, d] ~ N(0, d^(-2 gamma)) (plus a constant ``offset``), float64."""
-    g = torch.Generator().manual_seed(seed)
-    return torch.randn(vocab, d, generator=g, dtype=torch.float64) * d ** (-gamma) + offset
+    return (centred / (centred.pow(2).mean(-1, keepdim=True) + eps).sqrt()).norm(dim=-1)
 
 
 @cache
@@ -154,11 +132,17 @@ def check_08_layernorm_norms(fn: Callable[[Tensor], Tensor]) -> None:
         centred = E - E.mean(-1, keepdim=True)
         return (centred / (centred.var(-1, keepdim=True) + LAYERNORM_EPS).sqrt()).norm(dim=-1)
 
+    def std_plus_eps(E: Tensor) -> Tensor:
+        centred = E - E.mean(-1, keepdim=True)
+        return (centred / (centred.pow(2).mean(-1, keepdim=True).sqrt() + LAYERNORM_EPS)).norm(dim=-1)
+
     def rms(E: Tensor) -> Tensor:
         return (E / (E.pow(2).mean(-1, keepdim=True) + LAYERNORM_EPS).sqrt()).norm(dim=-1)
 
     diagnoses = [
         Diagnosis(same(lambda E: torch.full((E.shape[0],), math.sqrt(E.shape[1]), dtype=torch.float64)), "√d is the limit without epsilon: include eps = 1e-5 in the denominator sqrt(var + eps); it matters once var ~ d^(-2γ) is near 1e-5"),
+        Diagnosis(same(lambda E: _layernorm_norms(E, 1e-6)), "LayerNorm's epsilon here is 1e-5 (torch's default), not 1e-6"),
+        Diagnosis(same(std_plus_eps), "epsilon goes inside the square root: divide by sqrt(var + eps), not by std + eps"),
         Diagnosis(same(unbiased), "LayerNorm divides by the biased variance (mean of squares over d, not d - 1)"),
         Diagnosis(same(rms), "LayerNorm subtracts each row's mean before dividing (that is RMSNorm)"),
         Diagnosis(same(lambda E: E.norm(dim=-1)), "that is the norm before normalisation: apply LayerNorm to each row first"),

@@ -12,15 +12,7 @@ from functools import cache
 import torch
 from torch import Tensor
 
-from ctxlab.checks.core import (
-    Case,
-    Diagnosis,
-    _as_tensor,
-    _close,
-    number_close,
-    run_check,
-    tensor_close,
-)
+from ctxlab.checks.core import Case, Diagnosis, all_close, as_tensor, number_close, run_check, tensor_close
 
 
 @cache
@@ -37,7 +29,7 @@ def _random_stream(seed: int, n: int, vocab: int) -> Tensor:
     return torch.randint(0, vocab, (n,), generator=g)
 
 
-def _streams() -> list[tuple[str, Tensor, int, bool]]:
+def token_streams() -> list[tuple[str, Tensor, int, bool]]:
     """(label, tokens, vocabulary size, hidden); one vocabulary has a token that never occurs."""
     chars, V = _shakespeare_chars(4000)
     return [
@@ -51,39 +43,50 @@ def _streams() -> list[tuple[str, Tensor, int, bool]]:
 # --- exercise 1: the add-alpha bigram table ---------------------------------------------------------
 
 
-def _counts(tokens: Tensor, V: int) -> Tensor:
+def bigram_counts(tokens: Tensor, V: int) -> Tensor:
     """count[a, b] = how often b follows a: [V, V] float64."""
     ones = torch.ones(len(tokens) - 1, dtype=torch.float64)
     return torch.zeros(V, V, dtype=torch.float64).index_put_((tokens[:-1], tokens[1:]), ones, accumulate=True)
 
 
+def wrapped(tokens: Tensor) -> Tensor:
+    """The stream with its first token appended: counting it adds the pair (last, first), a wrap-around."""
+    return torch.cat([tokens, tokens[:1]])
+
+
+WRAP_HINT = ("you counted a pair (last token, first token) that is not in the stream (torch.roll wraps around): "
+             "count only the len(tokens) - 1 pairs (tokens[t], tokens[t + 1])")
+
+
 def bigram_table(tokens: Tensor, vocab_size: int, alpha: float) -> Tensor:
     """Reference: P(next = b | current = a) = (count(a, b) + alpha) / (count(a, .) + V alpha): [V, V]."""
-    counts = _counts(tokens, vocab_size) + alpha
+    counts = bigram_counts(tokens, vocab_size) + alpha
     return counts / counts.sum(1, keepdim=True)
 
 
 def check_09_bigram_table(fn: Callable[[Tensor, int, float], Tensor]) -> None:
     """fn(tokens, V, alpha) -> [V, V]: row a is the add-alpha P(next token | current token = a)."""
     cases = []
-    for label, tokens, V, hidden in _streams():
+    for label, tokens, V, hidden in token_streams():
         for alpha in (0.1, 1.0):
             cases.append(Case(f"{label}, alpha {alpha}", (tokens, V, alpha), bigram_table(tokens, V, alpha),
                               hidden or alpha != 0.1))
 
     def unsmoothed(c: Case) -> Tensor:
-        counts = _counts(c.args[0], c.args[1])
+        counts = bigram_counts(c.args[0], c.args[1])
         return counts / counts.sum(1, keepdim=True).clamp_min(1e-300)
 
     def column_normalised(c: Case) -> Tensor:
-        counts = _counts(c.args[0], c.args[1]) + c.args[2]
+        counts = bigram_counts(c.args[0], c.args[1]) + c.args[2]
         return counts / counts.sum(0, keepdim=True)
 
     diagnoses = [
-        Diagnosis(lambda g, e, c: _close(_as_tensor(g).T, e), "looks transposed: row a is the CURRENT token, column b the NEXT one"),
-        Diagnosis(lambda g, e, c: _close(g, column_normalised(c)), "normalised over the wrong axis: each ROW (one current token) must sum to 1"),
-        Diagnosis(lambda g, e, c: _close(g, unsmoothed(c)), "no smoothing: add alpha to every count (all V*V of them) before normalising"),
-        Diagnosis(lambda g, e, c: _close(g, bigram_table(c.args[0], c.args[1], 1.0)) and c.args[2] != 1.0, "you used alpha = 1 whatever alpha was passed"),
+        Diagnosis(lambda g, e, c: all_close(g, bigram_table(wrapped(c.args[0]), c.args[1], c.args[2]), 1e-5),
+                  WRAP_HINT),
+        Diagnosis(lambda g, e, c: all_close(as_tensor(g).T, e), "looks transposed: row a is the CURRENT token, column b the NEXT one"),
+        Diagnosis(lambda g, e, c: all_close(g, column_normalised(c)), "normalised over the wrong axis: each ROW (one current token) must sum to 1"),
+        Diagnosis(lambda g, e, c: all_close(g, unsmoothed(c)), "no smoothing: add alpha to every count (all V*V of them) before normalising"),
+        Diagnosis(lambda g, e, c: all_close(g, bigram_table(c.args[0], c.args[1], 1.0)) and c.args[2] != 1.0, "you used alpha = 1 whatever alpha was passed"),
     ]  # fmt: skip
     run_check("check_09_bigram_table", fn, cases, tensor_close(atol=1e-5), diagnoses)
 
@@ -136,6 +139,10 @@ def check_09_kl_to_bigram(fn: Callable[[Tensor, Tensor, Tensor], float]) -> None
         Diagnosis(is_(reversed_kl), "that is KL(bigram || model): the yardstick KL weights by the MODEL's probabilities, sum p (log p - log q)"),
         Diagnosis(is_(cross_entropy), "that is the cross-entropy -sum p log q: subtract the model's own entropy (add sum p log p)"),
         Diagnosis(is_(lambda c: c.expected * c.args[0].shape[0] * c.args[0].shape[1]), "you summed over positions: take the mean over all N*T positions"),
+        Diagnosis(is_(lambda c: c.expected * c.args[0].shape[1]),
+                  "you summed over the T positions of each sequence and averaged over sequences: take the mean over all N*T positions"),
+        Diagnosis(is_(lambda c: kl_to_bigram(c.args[0], c.args[1].T / c.args[1].T.sum(1, keepdim=True), c.args[2])),
+                  "the bigram prediction after token a is ROW a of the table, table[x], not its column"),
         Diagnosis(is_(logits_as_logprobs), "logits are not log-probabilities: apply log_softmax over the last axis first"),
         Diagnosis(is_(lambda c: c.expected / 0.6931471805599453), "that is in bits: use natural logs"),
     ]  # fmt: skip
@@ -166,16 +173,26 @@ def _curves() -> list[tuple[str, Tensor, Tensor, bool]]:
         ("one model, still falling at the end", even, (2.0 - te / 2000)[None], True),
         ("four models, minima at the first step and in the middle", even,
          torch.stack([te / 1000 + 0.1, (te - 750).abs() / 1000, (te - 25).abs() / 500, (te - 1000) ** 2 / 1e6]), True),
+        ("two models whose smallest KL is reached at several recorded steps (a flat bottom)", irregular,
+         torch.stack([(t - 300).clamp_min(0) / 1000 + (200 - t).clamp_min(0) / 500 + 0.25,
+                      torch.where(t < 600, 1.0 - t / 1000, torch.full_like(t, 0.4))]), True),
     ]
 
 
 def check_09_closest_step(fn: Callable[[Tensor, Tensor], Tensor]) -> None:
     """fn(steps [T], kl [K, T]) -> [K] integer tensor: the recorded step of each model's smallest KL."""
     cases = [Case(label, (steps, kl), closest_steps(steps, kl), hidden) for label, steps, kl, hidden in _curves()]
+    def last_of_ties(c: Case) -> Tensor:
+        steps, kl = c.args
+        at_min = kl == kl.min(-1, keepdim=True).values
+        return steps[at_min.shape[-1] - 1 - at_min.flip(-1).int().argmax(-1)]
+
     diagnoses = [
-        Diagnosis(lambda g, e, c: _close(g, c.args[1].argmin(-1)) and not _close(g, e), "those are indices into the recording: return steps[index], the training step"),
-        Diagnosis(lambda g, e, c: _close(g, closest_steps(c.args[0], -c.args[1])), "that is where the KL is LARGEST: the model is closest where the divergence is smallest"),
-        Diagnosis(lambda g, e, c: _close(g, c.args[1].min(-1).values), "those are the smallest KL values: return the step where each occurs"),
-        Diagnosis(lambda g, e, c: _as_tensor(g).numel() == 1 and e.numel() > 1, "return one step per model (a [K] tensor), not one for the whole ensemble"),
+        Diagnosis(lambda g, e, c: all_close(g, last_of_ties(c)) and not all_close(g, e),
+                  "the smallest KL is reached at several recorded steps: return the EARLIEST of them (argmin does)"),
+        Diagnosis(lambda g, e, c: all_close(g, c.args[1].argmin(-1)) and not all_close(g, e), "those are indices into the recording: return steps[index], the training step"),
+        Diagnosis(lambda g, e, c: all_close(g, closest_steps(c.args[0], -c.args[1])), "that is where the KL is LARGEST: the model is closest where the divergence is smallest"),
+        Diagnosis(lambda g, e, c: all_close(g, c.args[1].min(-1).values), "those are the smallest KL values: return the step where each occurs"),
+        Diagnosis(lambda g, e, c: as_tensor(g).numel() == 1 and e.numel() > 1, "return one step per model (a [K] tensor), not one for the whole ensemble"),
     ]  # fmt: skip
     run_check("check_09_closest_step", fn, cases, tensor_close(atol=0.5), diagnoses)

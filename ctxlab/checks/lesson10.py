@@ -12,16 +12,8 @@ import torch
 from torch import Tensor
 
 from ctxlab.align import cka
-from ctxlab.checks.core import (
-    Case,
-    Diagnosis,
-    _as_tensor,
-    _close,
-    number_close,
-    run_check,
-    tensor_close,
-)
-from ctxlab.checks.lesson09 import _counts, _streams
+from ctxlab.checks.core import Case, Diagnosis, all_close, as_tensor, number_close, run_check, tensor_close
+from ctxlab.checks.lesson09 import WRAP_HINT, bigram_counts, token_streams, wrapped
 from ctxlab.signatures import bigram_signature
 
 # --- exercise 1: the bigram signature from counts --------------------------------------------------
@@ -38,19 +30,27 @@ def _rows(m: Tensor) -> Tensor:
 
 def check_10_bigram_signature(fn: Callable[[Tensor, int], Tensor]) -> None:
     """fn(tokens, V) -> [V, 2V]: columns 0..V-1 P(next = b | s), columns V..2V-1 P(previous = a | s)."""
-    cases = [Case(label, (tokens, V), signature_from_counts(tokens, V), hidden) for label, tokens, V, hidden in _streams()]
+    cases = [Case(label, (tokens, V), signature_from_counts(tokens, V), hidden) for label, tokens, V, hidden in token_streams()]
 
     def halves(c: Case) -> tuple[Tensor, Tensor]:
-        C = _counts(*c.args)
+        C = bigram_counts(*c.args)
         return _rows(C), _rows(C.T)
 
+    def nan_for_unseen(g, e, c) -> bool:
+        got = as_tensor(g)
+        return got is not None and got.shape == e.shape and bool(got.isnan().any()) \
+            and all_close(got.nan_to_num(0.0), e, 1e-5)
+
     diagnoses = [
-        Diagnosis(lambda g, e, c: _close(g, torch.cat(halves(c)[::-1], 1)), "the halves are swapped: P(next | s) first, then P(previous | s)"),
-        Diagnosis(lambda g, e, c: _close(g, torch.cat([halves(c)[0], _rows(_counts(*c.args)).T], 1)),
+        Diagnosis(nan_for_unseen, "0/0 gave NaN: a token that never has a successor (or predecessor) gets a zero row in that "
+                                  "half; divide by the row total clamped away from 0"),
+        Diagnosis(lambda g, e, c: all_close(g, signature_from_counts(wrapped(c.args[0]), c.args[1]), 1e-5), WRAP_HINT),
+        Diagnosis(lambda g, e, c: all_close(g, torch.cat(halves(c)[::-1], 1)), "the halves are swapped: P(next | s) first, then P(previous | s)"),
+        Diagnosis(lambda g, e, c: all_close(g, torch.cat([halves(c)[0], _rows(bigram_counts(*c.args)).T], 1)),
                   "the second half is P(s | previous) transposed: to condition on s, normalise the counts of (previous, s) over the previous token"),
-        Diagnosis(lambda g, e, c: _close(g, torch.cat([_counts(*c.args), _counts(*c.args).T], 1) / (len(c.args[0]) - 1)),
+        Diagnosis(lambda g, e, c: all_close(g, torch.cat([bigram_counts(*c.args), bigram_counts(*c.args).T], 1) / (len(c.args[0]) - 1)),
                   "those are joint probabilities P(s, next): divide each row by its own total, not by the number of pairs"),
-        Diagnosis(lambda g, e, c: _as_tensor(g).shape[-1] == c.args[1], "only one half: the signature has 2V columns, next-token AND previous-token distributions"),
+        Diagnosis(lambda g, e, c: as_tensor(g).shape[-1] == c.args[1], "only one half: the signature has 2V columns, next-token AND previous-token distributions"),
     ]  # fmt: skip
     run_check("check_10_bigram_signature", fn, cases, tensor_close(atol=1e-5), diagnoses)
 
@@ -82,6 +82,9 @@ def _bin_inputs() -> list[tuple[str, tuple, bool]]:
         noise = (rank / V)[:, None] * 3 * torch.randn(V, d, generator=g, dtype=torch.float64)
         E = S @ torch.randn(m, d, generator=g, dtype=torch.float64) + noise + 2.0
         out.append((f"V={V}, ranks {lo}..{hi - 1}", (E, S, frequency, lo, hi), hidden))
+    E, S, _, _, _ = out[1][1]
+    counts = torch.tensor([9, 3, 7, 3, 3, 12, 5, 3, 7, 1] * 4, dtype=torch.float64)  # tied counts across the bin edges
+    out.append(("V=40, integer counts with ties at the bin edges, ranks 9..20", (E, S, counts, 9, 21), True))
     return out
 
 
@@ -105,10 +108,26 @@ def check_10_bin_alignment(fn: Callable[[Tensor, Tensor, Tensor, int, int], floa
         idx = f.argsort(descending=True)[lo:hi]
         return _uncentred_cka(E[idx], S[idx])
 
+    def ties_high_id_first(a):
+        E, S, f, lo, hi = a
+        idx = f.argsort(stable=True).flip(0)[lo:hi]
+        return float(cka(E[idx].double(), S[idx].double()))
+
+    def unstable_sort(a):
+        E, S, f, lo, hi = a
+        idx = f.argsort(descending=True)[lo:hi]
+        return float(cka(E[idx].double(), S[idx].double()))
+
     diagnoses = [
+        Diagnosis(is_(unstable_sort), "tokens with equal frequency must keep id order: sort with stable=True "
+                                      "(an unstable sort may put tied tokens in any order)"),
+        Diagnosis(is_(ties_high_id_first), "tokens with equal frequency must keep id order (lower id first, as a stable "
+                                           "descending sort gives); reversing an ascending sort puts the higher id first"),
         Diagnosis(is_(by_id), "you took token ids lo..hi-1: sort the tokens by falling frequency and take RANKS lo..hi-1"),
         Diagnosis(is_(rarest_first), "rank 0 is the MOST frequent token: sort in descending order"),
         Diagnosis(is_(uncentred), "centre first: subtract the mean row of E and of S over the bin's tokens before the Gram matrices"),
+        Diagnosis(lambda g, e, c: is_(lambda a: bin_cka(*a[:4], a[4] + 1))(g, e, c) or is_(lambda a: bin_cka(a[0], a[1], a[2], a[3] + 1, a[4]))(g, e, c),
+                  "off by one: the bin holds ranks lo, lo+1, ..., hi-1 (order[lo:hi], as a Python slice)"),
         Diagnosis(is_(lambda a: float(cka(a[0], a[1]))), "that is the CKA over all tokens: restrict E and S to the bin"),
     ]  # fmt: skip
     run_check("check_10_bin_alignment", fn, cases, number_close(atol=1e-5), diagnoses)

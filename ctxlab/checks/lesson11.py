@@ -14,18 +14,9 @@ import torch
 from torch import Tensor
 
 from ctxlab.align import neighbour_overlap, signature_classes
-from ctxlab.rungs import stair_onsets
-from ctxlab.checks.core import (
-    Case,
-    Diagnosis,
-    _as_tensor,
-    _close,
-    number_close,
-    reweighted,
-    run_check,
-    tensor_close,
-)
+from ctxlab.checks.core import Case, Diagnosis, all_close, as_tensor, number_close, reweighted, run_check, tensor_close
 from ctxlab.composition import accuracy, held_out_accuracy, held_out_outcomes, line_up
+from ctxlab.rungs import stair_onsets
 from ctxlab.signatures import label_signature
 from ctxlab.tasks import (
     Dataset,
@@ -86,7 +77,7 @@ def check_11_signature_table(fn: Callable[[Dataset, int, Sequence[int], float], 
     """
 
     def compare(got: Any, expected: Tensor) -> str | None:
-        g = _as_tensor(got)
+        g = as_tensor(got)
         if g is None:
             return f"expected a tensor of shape {tuple(expected.shape)}, got {type(got).__name__}"
         if tuple(g.shape) != tuple(expected.shape):
@@ -102,18 +93,18 @@ def check_11_signature_table(fn: Callable[[Dataset, int, Sequence[int], float], 
 
     def matches(**change) -> Callable[[Any, Any, Case], bool]:
         def test(g: Any, e: Tensor, c: Case) -> bool:
-            g = _as_tensor(g)
+            g = as_tensor(g)
             alt = _variant(*c.args, **change)
             return not _same_table(alt, e) and _same_table(g.double() * (alt.norm() / g.double().norm()), alt)
         return test
 
     def unscaled(g: Any, e: Tensor, c: Case) -> bool:
-        g = _as_tensor(g).double()
+        g = as_tensor(g).double()
         return abs(float(g.norm()) - c.args[3]) > 1e-3 * c.args[3] and _same_table(g * (c.args[3] / g.norm()), e)
 
     def missing_order(g: Any, e: Tensor, c: Case) -> bool:
         data, d, orders, norm = c.args
-        g = _as_tensor(g).double()
+        g = as_tensor(g).double()
         for subset in [orders[:-1], orders[1:], (orders[-1],)]:
             alt = signature_embedding(data, d, subset, norm) if subset else None
             if alt is not None and not _same_table(alt, e) and _same_table(g * (norm / g.norm()), alt):
@@ -121,11 +112,11 @@ def check_11_signature_table(fn: Callable[[Dataset, int, Sequence[int], float], 
         return False
 
     def transposed(g: Any, e: Tensor, c: Case) -> bool:
-        g = _as_tensor(g)
+        g = as_tensor(g)
         return g.ndim == 2 and g.shape[0] != e.shape[0] and g.shape[-1] == e.shape[0]
 
     def unpadded(g: Any, e: Tensor, c: Case) -> bool:
-        g = _as_tensor(g)
+        g = as_tensor(g)
         return g.ndim == 2 and g.shape[0] == e.shape[0] and g.shape[1] != e.shape[1]
 
     diagnoses = [
@@ -201,6 +192,15 @@ def _race_cases() -> list[Case]:
             "x": [(30, 200, inf)] * 3,
             "y": [(500, inf, inf)] * 3,
         }, True),
+        ("two conditions tie on the mean step (listed zeta before alpha)", {
+            "zeta": [(30, 100, 300), (30, 100, 500)],
+            "fast": [(30, 100, 200), (30, 100, 220)],
+            "alpha": [(30, 100, 400), (30, 100, 400)],
+        }, True),
+        ("mean and median disagree", {
+            "one slow seed": [(30, 100, 200), (30, 100, 210), (30, 100, 800)],
+            "even": [(30, 100, 300), (30, 100, 310), (30, 100, 320)],
+        }, True),
     ]  # fmt: skip
     cases = []
     for label, spec, hidden in specs:
@@ -213,6 +213,11 @@ def _race_cases() -> list[Case]:
 
 def _last_onsets(run: tuple[Tensor, Tensor], levels: Sequence[float]) -> Tensor:
     return stair_onsets(torch.as_tensor(run[0]), torch.as_tensor(run[1]), list(levels))[:, -1]
+
+
+def _mean_steps(c: Case, names: list[str]) -> list[float]:
+    runs, levels = c.args
+    return [float(_last_onsets(runs[n], levels).double().mean()) for n in names]
 
 
 def _as_names(value: Any) -> list[str] | None:
@@ -247,7 +252,19 @@ def check_11_finishing_order(fn: Callable[[dict, Sequence[float]], list[str]]) -
         runs, levels = c.args
         return any(n in runs and bool((_last_onsets(runs[n], levels) < 0).any()) for n in _as_names(g) or [])
 
+    def ties_reordered(g: Any, e: Any, c: Case) -> bool:
+        names = _as_names(g)
+        return names != e and names is not None and sorted(names) == sorted(e) and _mean_steps(c, names) == _mean_steps(c, e)
+
+    def by_median(g: Any, e: Any, c: Case) -> bool:
+        runs, levels = c.args
+        median = {n: float(_last_onsets(runs[n], levels).double().median()) for n in e}
+        return _as_names(g) == sorted(e, key=median.get) and _as_names(g) != e
+
     diagnoses = [
+        Diagnosis(ties_reordered, "conditions with the same mean step keep the order in which `runs` lists them "
+                                  "(Python's sorted is stable; do not break ties by name or reverse them)"),
+        Diagnosis(by_median, "order by the MEAN step over seeds, not the median"),
         Diagnosis(lambda g, e, c: e and _as_names(g) == [],
                   "reaching a plateau means dropping below the *midpoint* between the last two levels "
                   "(the loss approaches H_L from above and may never go below it)"),
@@ -322,19 +339,19 @@ def check_11_held_out_accuracy(fn: Callable[[Callable, Task], Tensor]) -> None:
 
     def on_trained(g, e, c: Case) -> bool:
         model, task = c.args
-        return _close(g, accuracy(model(task.population.x), task.population))
+        return all_close(g, accuracy(model(task.population.x), task.population))
 
     def counts_copy(g, e, c: Case) -> bool:
         model, task = c.args
         out = held_out_outcomes(model(task.info["held_out"].x), task)
-        return _close(g, out["composed"] + out["symmetric"])
+        return all_close(g, out["composed"] + out["symmetric"])
 
     def only_copy(g, e, c: Case) -> bool:
         model, task = c.args
-        return _close(g, held_out_outcomes(model(task.info["held_out"].x), task)["symmetric"])
+        return all_close(g, held_out_outcomes(model(task.info["held_out"].x), task)["symmetric"])
 
     diagnoses = [
-        Diagnosis(lambda g, e, c: _close(g, e.mean()) or _close(g, e.mean().expand_as(e)),
+        Diagnosis(lambda g, e, c: all_close(g, e.mean()) or all_close(g, e.mean().expand_as(e)),
                   "one number per model: average over the keys (last axis of the predictions), not over models"),
         Diagnosis(on_trained, "that is the accuracy on the training pairs: evaluate on task.info['held_out'] instead"),
         Diagnosis(counts_copy, "the reverse pair's label (task.info['symmetric_labels']) is a copy, not a composition: "
@@ -366,17 +383,17 @@ def check_11_line_up(fn: Callable[[Tensor, Tensor, Tensor], float]) -> None:
     def pc1_share(g, e, c: Case) -> bool:
         E, t, _ = c.args
         sv = torch.linalg.svdvals((E[t] - E[t].mean(0)).double())
-        return _close(g, float(sv[0] ** 2 / (sv**2).sum()), 1e-4)
+        return all_close(g, float(sv[0] ** 2 / (sv**2).sum()), 1e-4)
 
     def uncentred(g, e, c: Case) -> bool:
         E, t, v = c.args
         X, vv = E[t].double(), v.double()
-        return _close(g, float((vv @ X).pow(2).sum() / (vv @ vv) / X.pow(2).sum()), 1e-4)
+        return all_close(g, float((vv @ X).pow(2).sum() / (vv @ vv) / X.pow(2).sum()), 1e-4)
 
     def value_not_centred(g, e, c: Case) -> bool:
         E, t, v = c.args
         X, vv = (E[t] - E[t].mean(0)).double(), v.double()
-        return _close(g, float((vv @ X).pow(2).sum() / (vv @ vv) / X.pow(2).sum()), 1e-4)
+        return all_close(g, float((vv @ X).pow(2).sum() / (vv @ vv) / X.pow(2).sum()), 1e-4)
 
     diagnoses = [
         Diagnosis(pc1_share, "that is the share of the first principal axis, which ignores the values: "
@@ -437,7 +454,7 @@ def check_11_knn_overlap(fn: Callable[[Tensor, Tensor, int], Tensor]) -> None:
     cases = [Case(label, args, knn_overlap(*args), hidden) for label, args, hidden in _overlap_inputs()]
 
     def variant(rule: Callable[[Tensor, Tensor, int], Tensor]) -> Callable:
-        return lambda g, e, c: _close(g, rule(*c.args)) and not _close(g, e)
+        return lambda g, e, c: all_close(g, rule(*c.args)) and not all_close(g, e)
 
     def with_itself(A, B, k):
         return _shared(_neighbours(A, k, "with itself"), _neighbours(B, k, "with itself")) / k
@@ -455,7 +472,7 @@ def check_11_knn_overlap(fn: Callable[[Tensor, Tensor, int], Tensor]) -> None:
         return _shared(_neighbours(A, k, "cosine"), _neighbours(B, k, "cosine"))
 
     def is_mean(g, e, c) -> bool:
-        got = _as_tensor(g)
+        got = as_tensor(g)
         return got is not None and got.numel() == 1 and abs(float(got) - float(e.mean())) < 1e-6
 
     diagnoses = [
@@ -487,7 +504,7 @@ def same_partition() -> Callable:
     """Two labelings agree if they group the tokens the same way, whatever the numbers."""
 
     def compare(got, expected: Tensor) -> str | None:
-        g = _as_tensor(got)
+        g = as_tensor(got)
         if g is None or g.ndim != 1 or g.shape[0] != expected.shape[0]:
             return f"expected one class id per token, shape ({expected.shape[0]},), got {getattr(g, 'shape', type(got))}"
         diff = _same(g) != _same(expected)
@@ -515,12 +532,23 @@ def _class_inputs() -> list[tuple[str, tuple, bool]]:
     rows[1] = rows[0]
     rows[1, :2] += torch.tensor([0.001, -0.001], dtype=torch.float64)  # close, but a different row
     picks = torch.randint(0, 5, (20,), generator=g)
+    # rows 2e-10 apart on either side of a grid line (0.25 + 0.5e-6 for rounding, 0.25 for flooring), and rows
+    # 2e-4 apart that a grid 1000 times too coarse merges
+    grid = torch.tensor([[0.25 + 0.5e-6 - 1e-10, 0.3, 0.45], [0.4, 0.25 - 1e-10, 0.35], [0.25 + 0.5e-6 + 1e-10, 0.3, 0.45],
+                         [0.4, 0.25 + 1e-10, 0.35], [0.4, 0.2502, 0.35], [0.1, 0.1, 0.8], [0.1002, 0.1, 0.8]], dtype=torch.float64)
     return [
         ("hierarchy, order 1", (s1,), False),
         ("hierarchy, orders 1 and 2", (s12,), True),
         ("xor task with 1e-8 float noise", (noisy,), True),
         ("near-duplicate probability rows", (rows[picks],), True),
+        ("rows 2e-10 apart on either side of a grid line, rows 2e-4 apart", (grid[[0, 1, 5, 2, 4, 3, 6, 0]],), True),
     ]
+
+
+def _runs_of_equal_rows(S: Tensor, tol: float = 1e-6) -> Tensor:
+    """Class ids that only look at neighbouring rows: a new id whenever a row differs from the one before."""
+    new = (S[1:].double() - S[:-1].double()).abs().amax(1) > tol
+    return torch.cat([torch.zeros(1, dtype=torch.long), new.long()]).cumsum(0)
 
 
 def check_11_signature_classes(fn: Callable[[Tensor], Tensor]) -> None:
@@ -529,15 +557,26 @@ def check_11_signature_classes(fn: Callable[[Tensor], Tensor]) -> None:
 
     def grouped_by(key: Callable[[Tensor], Tensor]) -> Callable:
         def matches(g, e, c) -> bool:
-            got = _as_tensor(g)
+            got = as_tensor(g)
             ref = torch.unique(key(c.args[0]), dim=0, return_inverse=True)[1]
             return got is not None and got.shape == e.shape and bool((_same(got) == _same(ref)).all()) \
                 and not bool((_same(got) == _same(e)).all())
 
         return matches
 
+    def on_a_grid(g, e, c) -> bool:
+        grids = [lambda S, k=k: S.round(decimals=k) for k in range(3, 10)]
+        grids += [lambda S, w=w, f=f: f(S / w) for w in (1e-6, 2e-6, 1e-5, 1e-4, 1e-3) for f in (torch.round, torch.floor)]
+        return any(grouped_by(key)(g, e, c) for key in grids)
+
     diagnoses = [
         Diagnosis(grouped_by(lambda S: S), "rows that differ only by float noise (1e-8) belong together: compare with a tolerance, not exact equality"),
+        Diagnosis(on_a_grid, "rounding to a grid is not 'agree within 1e-6': rows 1e-10 apart can fall on either side of a "
+                             "grid line, and a coarse grid merges rows that differ; compare the rows pairwise"),
+        Diagnosis(lambda g, e, c: as_tensor(g) is not None and as_tensor(g).shape == e.shape and bool(
+                  (_same(as_tensor(g)) == _same(_runs_of_equal_rows(c.args[0]))).all()),
+                  "you compared each row only with the row just before it: equal rows need not be neighbours; "
+                  "compare every pair of rows"),
         Diagnosis(grouped_by(lambda S: S.round(decimals=2)), "rounding to 2 decimals merges rows that really differ: compare within a small tolerance (1e-6)"),
         Diagnosis(grouped_by(lambda S: S.sum(1, keepdim=True).round(decimals=6)), "equal row sums do not make equal rows (probability rows all sum to the same): compare every column"),
         Diagnosis(grouped_by(lambda S: S.argmax(1, keepdim=True)), "the most likely label is not the whole signature: compare every column"),

@@ -108,9 +108,10 @@ ctxlab.checks.check_01_conditional_entropy(conditional_entropy_of)
 #
 # P(y | x_i = s, x_j = t) − P(y | x_i = s) − P(y | x_j = t) + P(y),
 #
-# and 0 for every pair (s, t) that never occurs at positions (i, j). Axis 0 is the token at
-# position i, axis 1 the token at position j. On the xor task (`ctxlab.tasks.xor_task()`), the
-# whole label signal beyond the group lives in this term.
+# and 0 for every pair (s, t) that never occurs at positions (i, j), i.e. no row holds both
+# (on sampled data s may occur at i and t at j in different rows, yet never together). Axis 0 is
+# the token at position i, axis 1 the token at position j. On the xor task
+# (`ctxlab.tasks.xor_task()`), the whole label signal beyond the group lives in this term.
 #
 # <details><summary>Hint</summary>
 #
@@ -150,8 +151,11 @@ ctxlab.checks.check_01_pair_interaction(pair_interaction)
 # Two tokens whose signature rows are equal look the same to a model that has learned only that
 # signature. Write `n_distinct_rows(matrix, atol)` returning how many different rows `matrix`
 # has, counting two rows as equal when every entry differs by at most `atol` (floating-point
-# rows are rarely *exactly* equal). Then use it: how many groups do the key tokens form under
-# the order-1 signature, and the anchor-1 tokens under the order-1 and the order-2 terms?
+# rows are rarely *exactly* equal). Use the `atol` you are given, and compare rows with each other:
+# rounding to a grid is not the same relation (two rows 1e-10 apart can round to different grid
+# points). The check's rows never chain (no a ≈ b ≈ c with a, c apart). Then use it: how many
+# groups do the key tokens form under the order-1 signature, and the anchor-1 tokens under the
+# order-1 and the order-2 terms?
 #
 # <details><summary>Hint</summary>
 #

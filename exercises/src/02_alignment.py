@@ -69,8 +69,9 @@ ctxlab.checks.check_02_linear_cka(linear_cka)
 #
 # Write `random_rotation(E, seed)` returning E @ Q, where Q [d, d] is a *random* orthogonal matrix
 # (QᵀQ = I) drawn from the seed alone: the same seed must give the same Q, another seed another
-# Q, and Q should really mix the axes (a permutation of the axes does not count). Then confirm
-# the lesson's claim: CKA(EQ, S) = CKA(E, S).
+# Q, and Q should really mix **all** the axes (a permutation of the axes, or a rotation in one
+# plane that leaves the other axes alone, does not count). Then confirm the lesson's claim:
+# CKA(EQ, S) = CKA(E, S).
 #
 # <details><summary>Hint</summary>
 #
@@ -106,8 +107,9 @@ print(f"CKA(E, S) = {before:.6f}, CKA(EQ, S) = {after:.6f}, difference {abs(afte
 # Write `shuffled_cka(E, S, n, seed)` returning the mean CKA of E against `n` copies of S whose
 # **rows** (tokens) are shuffled, each copy with its own random permutation drawn from a
 # generator seeded with `seed`. You may use `align.cka`. The check compares your mean with a
-# reference computed from many more shuffles, within the spread a mean of `n` shuffles has, and
-# calls your function twice to make sure the seed fixes the answer.
+# reference computed from many more shuffles, within the spread a mean of `n` shuffles has,
+# calls your function twice to make sure the seed fixes the answer, and with n = 2 checks that
+# other seeds scatter as much as a mean of exactly two shuffles does.
 #
 # <details><summary>Hint</summary>
 #

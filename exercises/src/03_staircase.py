@@ -33,7 +33,7 @@ import matplotlib.pyplot as plt
 import torch
 
 import ctxlab.checks
-from ctxlab.curves import staircase_curve
+from ctxlab.synthetic import staircase_curve
 
 levels = [math.log(2), 0.6109, 0.5554, 0.4737]  # the ladder of the headline task, hierarchy_task(block=8, n_values=2)
 steps = torch.arange(0, 2501, 5)

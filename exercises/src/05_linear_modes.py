@@ -21,7 +21,7 @@ import torch
 import ctxlab.checks
 from ctxlab.models import make_model
 from ctxlab.tasks import Dataset, modes_task
-from ctxlab.theory import correlation_modes, mode_strengths, predicted_growth_rates, product_map
+from ctxlab.theory import correlation_modes, mode_strengths, product_map
 from ctxlab.train import train
 
 task = modes_task(strengths=(0.2, 0.45, 0.3))
@@ -64,13 +64,20 @@ ctxlab.checks.check_05_singular_values(singular_values)
 #
 # Write `switch_on_order(steps, strengths, level)`: `strengths` is [T, r], the mode strengths
 # a_k(t) at the recorded `steps` [T]. Return the list of mode indices sorted by the first recorded
-# step at which |a_k| ≥ `level` (earliest first; break ties by mode index). Then use it on a run
-# below and compare with the order the singular values predict.
+# step at which |a_k| ≥ `level` (earliest first), with these conventions:
+#
+# * "first" means the first time: a mode that reaches the level and dips below it again later
+#   still switched on at that first step;
+# * modes that reach the level at the same recorded step keep index order (lower index first);
+# * modes that never reach the level come last, in index order.
+#
+# Then use it on a run below and compare with the order the singular values predict.
 #
 # <details><summary>Hint</summary>
 #
 # `reached = strengths.abs() >= level` is [T, r]; `reached.float().argmax(0)` is the index of the
-# first True per column. `torch.argsort(..., stable=True)` keeps ties in index order.
+# first True per column (and 0 for a column with no True at all: use `reached.any(0)` to give
+# those modes the step +inf). `torch.argsort(..., stable=True)` keeps ties in index order.
 # </details>
 
 # %%

@@ -62,8 +62,9 @@ ctxlab.checks.check_07_uniform_output(uniform_output)
 # A probe recorded the mean attention weight from the key to the partner, `weights` [K, T], at the
 # training steps `steps` [T]. Write `leaves_uniform(steps, weights, seq_len, tol=0.01)` returning,
 # per model, the first recorded **step** at which |weight − 1/L| > tol, and −1 if that never
-# happens: an integer tensor [K]. Attention can also move *away* from the partner (below 1/L), as
-# under Adam in the lesson.
+# happens: an integer tensor [K]. "First" means the first time, even if the weight comes back
+# inside the band later. Attention can also move *away* from the partner (below 1/L), as under
+# Adam in the lesson, and `steps` need not start at 0 nor be evenly spaced.
 #
 # <details><summary>Hint</summary>
 #

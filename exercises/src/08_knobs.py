@@ -22,7 +22,7 @@ import matplotlib.pyplot as plt
 import torch
 
 import ctxlab.checks
-from ctxlab.checks.lesson08 import small_init_table, synthetic_phase_map
+from ctxlab.synthetic import small_init_table, synthetic_phase_map
 
 # %% [markdown]
 # ## Exercise 1 — the corner without a first plateau (★★☆, 15 min)

@@ -95,7 +95,8 @@ ctxlab.checks.check_09_kl_to_bigram(kl_to_bigram)
 #
 # Training records the KL at some steps only (`steps` [T], not necessarily evenly spaced) for K
 # models at once (`kl` [K, T]). Write `closest_step(steps, kl)` returning a [K] tensor: for each
-# model, the training step at which its KL was smallest.
+# model, the training step at which its KL was smallest. If the smallest value is recorded at
+# several steps, return the earliest of them.
 #
 # <details><summary>Hint</summary>
 #

@@ -69,11 +69,13 @@ ctxlab.checks.check_10_bigram_signature(bigram_signature_of)
 #
 # Write `bin_alignment(E, S, frequency, lo, hi)`: sort the tokens by falling `frequency` (rank 0 is
 # the most frequent), keep the tokens of ranks lo, lo+1, …, hi−1, and return the linear CKA between
-# their rows of the embedding `E` [V, d] and of the signature `S` [V, m] as a float.
+# their rows of the embedding `E` [V, d] and of the signature `S` [V, m] as a float. Tokens with
+# equal frequency (counts often tie) keep id order: the lower id gets the lower rank.
 #
 # <details><summary>Hint</summary>
 #
-# `order = frequency.argsort(descending=True)` lists token ids from the most to the least frequent;
+# `order = frequency.argsort(descending=True, stable=True)` lists token ids from the most to the
+# least frequent, ties in id order;
 # `idx = order[lo:hi]` are the bin's tokens. Then `cka(E[idx], S[idx])` (it centres for you).
 # </details>
 

@@ -87,8 +87,8 @@ ctxlab.checks.check_11_signature_table(signature_table)
 # loss [n_seeds, T])`, `levels` is H0..HL. Return the names of the conditions in which **every**
 # seed reaches the last plateau, fastest first by the **mean** step over seeds. "Reaching" is the
 # lesson's convention: the first recorded step below the midpoint of the last two levels
-# (`stair_onsets(steps, loss, levels)[:, -1]`, which is -1 for "never"). Return `[]` if no
-# condition finishes.
+# (`stair_onsets(steps, loss, levels)[:, -1]`, which is -1 for "never"). Conditions with the same
+# mean step keep the order in which `runs` lists them. Return `[]` if no condition finishes.
 #
 # <details><summary>Hint</summary>
 #
@@ -273,7 +273,9 @@ ctxlab.checks.check_11_knn_overlap(knn_overlap)
 # token (shape [V]) such that two tokens get the same id **exactly when their rows agree in every
 # column within 1e-6**. Any numbering is fine. On the hierarchy task's order-1 signature you should
 # find 4 classes: the keys by attribute (3 classes) and all anchors together. The check also feeds
-# signatures with 1e-8 float noise and rows that differ by only 0.001.
+# signatures with 1e-8 float noise, rows that differ by only 2e-4, and rows 1e-10 apart on either
+# side of a multiple of 1e-6 (so compare rows with each other; rounding to a grid splits them).
+# Its rows never chain (no a ≈ b ≈ c with a and c more than 1e-6 apart).
 #
 # <details><summary>Hint</summary>
 #

@@ -8,6 +8,8 @@ import torch
 
 from contracts import Contract
 from ctxlab import checks
+from ctxlab.checks.core import hard_labels
+from ctxlab.checks.lesson01 import _adjacent_groups
 from ctxlab.signatures import conditional_entropy, interaction, joint, label_signature
 
 
@@ -56,6 +58,16 @@ def pair_unmasked(data, i, j):
     return p_st - p_s[:, None, i] - p_s[None, :, j] + joint(data, ()).reshape(1, 1, -1)
 
 
+def pair_marginal_mask(data, i, j):
+    """Masks with P(x_i = s) > 0 and P(x_j = t) > 0 instead of the joint P(x_i = s, x_j = t) > 0."""
+    alone = (joint(data, (i,)).sum(-1) > 0)[:, None] & (joint(data, (j,)).sum(-1) > 0)[None, :]
+    return pair_unmasked(data, i, j) * alone[..., None]
+
+
+def grid_groups(m, atol, scale=1.0, rounding=torch.round):
+    return len(torch.unique(rounding(m.double() / (atol * scale)), dim=0))
+
+
 CONTRACT = [
     Contract(
         checks.check_01_order1_signature,
@@ -66,6 +78,7 @@ CONTRACT = [
             "joint instead of conditional": lambda d: order1(d) * joint_counts(d),
             "zeros where the token is absent": lambda d: order1(d) * (joint_counts(d) > 0),
             "ignores weights": lambda d: order1(unweighted(d)),
+            "one label per row (argmax), not the distribution": lambda d: order1(hard_labels(d)),
             "off by one order (order 0 only)": lambda d: label_signature(d, 0, form="raw").matrix.repeat(1, d.seq_len),
         },
     ),
@@ -78,6 +91,7 @@ CONTRACT = [
             "joint entropy": lambda d, S: float(-(joint(d, S)[joint(d, S) > 0] * joint(d, S)[joint(d, S) > 0].log()).sum()),
             "ignores the positions": lambda d, S: entropy(d, ()),
             "ignores weights": lambda d, S: entropy(unweighted(d), S),
+            "one label per row (argmax), not the distribution": lambda d, S: entropy(hard_labels(d), S),
             "off by one order": lambda d, S: entropy(d, tuple(S)[:-1]),
         },
     ),
@@ -90,6 +104,7 @@ CONTRACT = [
             "forgot + P(y)": pair_without_p_y,
             "not masked": pair_unmasked,
             "positions swapped": lambda d, i, j: pair(d, j, i),
+            "pair mask from the two marginals": pair_marginal_mask,
         },
     ),
     Contract(
@@ -100,6 +115,11 @@ CONTRACT = [
             "exact unique": lambda m, atol: len(torch.unique(m, dim=0)),
             "number of rows": lambda m, atol: m.shape[0],
             "rounded to 2 decimals": lambda m, atol: len(torch.unique(torch.round(m, decimals=2), dim=0)),
+            "rounded to a grid of atol": grid_groups,
+            "floored to a grid of atol": lambda m, atol: grid_groups(m, atol, rounding=torch.floor),
+            "rounded to a grid 1000 x atol": lambda m, atol: grid_groups(m, atol, 1000.0),
+            "adjacent rows only": _adjacent_groups,
+            "fixed atol 1e-6": lambda m, atol: checks.count_distinct_rows(m, 1e-6),
         },
     ),
 ]

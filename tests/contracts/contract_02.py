@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from contracts import Contract
@@ -51,6 +53,22 @@ def permutes_axes(E, seed):
     return E[:, torch.randperm(E.shape[1], generator=g)]
 
 
+def one_plane(E, seed):
+    """A random angle, but a rotation in the plane of the first two axes only."""
+    angle = float(torch.rand(1, generator=torch.Generator().manual_seed(seed))) * 2 * math.pi
+    Q = torch.eye(E.shape[1], dtype=torch.float64)
+    Q[:2, :2] = torch.tensor([[math.cos(angle), -math.sin(angle)], [math.sin(angle), math.cos(angle)]], dtype=torch.float64)
+    return E @ Q
+
+
+def half_the_axes(E, seed):
+    """A random rotation of the first half of the axes only."""
+    d = E.shape[1]
+    Q = torch.eye(d, dtype=torch.float64)
+    Q[: d // 2 + 1, : d // 2 + 1] = orthogonal(d // 2 + 1, seed)
+    return E @ Q
+
+
 def shuffled_cka(E, S, n, seed):
     return shuffled_cka_reference(E, S, n, seed)
 
@@ -79,6 +97,10 @@ def max_not_mean(E, S, n, seed):
     return float(torch.stack([cka(E, S[torch.randperm(S.shape[0], generator=g)]) for _ in range(n)]).max())
 
 
+def fixed_100_shuffles(E, S, n, seed):
+    return shuffled_cka_reference(E, S, 100, seed)
+
+
 def unseeded(E, S, n, seed):
     return float(torch.stack([cka(E, S[torch.randperm(S.shape[0])]) for _ in range(n)]).mean())
 
@@ -92,6 +114,7 @@ CONTRACT = [
             "Frobenius norms of E and S, not of the Gram matrices": frobenius_of_e,
             "normalised by V": lambda E, S: linear_cka(E, S) / E.shape[0],
             "square root": lambda E, S: linear_cka(E, S) ** 0.5,
+            "only E centred": lambda E, S: uncentred_cka(E - E.mean(0), S),
         },
     ),
     Contract(
@@ -103,6 +126,8 @@ CONTRACT = [
             "ignores the seed": global_rng,
             "permutes the axes": permutes_axes,
             "returns E unchanged": lambda E, seed: E.clone(),
+            "rotation in one plane (two axes)": one_plane,
+            "rotation of half the axes": half_the_axes,
         },
     ),
     Contract(
@@ -114,6 +139,7 @@ CONTRACT = [
             "shuffles every entry of S": shuffle_entries,
             "maximum instead of mean": max_not_mean,
             "ignores the seed": unseeded,
+            "ignores n (always 100 shuffles)": fixed_100_shuffles,
             "no shuffling": lambda E, S, n, seed: float(cka(E, S)),
         },
     ),

@@ -18,7 +18,7 @@ from ctxlab.checks.lesson03 import (
     rise_and_end_reference,
     stair_onsets_reference,
 )
-from ctxlab.curves import staircase_curve
+from ctxlab.synthetic import staircase_curve
 from ctxlab.rungs import stair_onsets
 
 # --- exercise 4 -------------------------------------------------------------------------------------

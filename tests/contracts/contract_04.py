@@ -6,6 +6,7 @@ import torch
 
 from contracts import Contract
 from ctxlab import checks
+from ctxlab.checks.core import hard_labels
 from ctxlab.signatures import joint
 from ctxlab.theory import mlp_embedding_velocity
 
@@ -44,6 +45,7 @@ CONTRACT = [
             "forgot to subtract u": lambda m, d: e1(m, d, centre=False),
             "transposed M": lambda m, d: e1(m, d, transpose=True),
             "only the first position": lambda m, d: e1(m, d, positions=[0]),
+            "one label per row (argmax), not the distribution": lambda m, d: mlp_embedding_velocity(m, hard_labels(d)),
         },
     ),
     Contract(

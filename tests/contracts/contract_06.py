@@ -8,7 +8,8 @@ import torch
 
 from contracts import Contract
 from ctxlab import checks
-from ctxlab.checks.lesson06 import splitting_pairs
+from ctxlab.checks.core import hard_labels
+from ctxlab.checks.lesson06 import raw_pairs, splitting_pairs
 from ctxlab.signatures import joint
 from ctxlab.tasks import Dataset
 from ctxlab.theory import pair_residual
@@ -24,18 +25,6 @@ def summed(data, p, i, j):
     return pair_residual(data, p, i, j) * (mass if i < j else mass.T)[..., None]
 
 
-def raw_pairs(data):
-    """Pairs whose raw table P(y | x_i, x_j) differs from P(y): includes pairs informative via one token."""
-    out = []
-    for i, j in itertools.combinations(range(data.seq_len), 2):
-        table = joint(data, (i, j))
-        cond = table / table.sum(-1, keepdim=True).clamp_min(1e-300)
-        py = table.sum((0, 1)) / table.sum()
-        if float(((cond - py) * (table.sum(-1, keepdim=True) > 0)).abs().max()) > 1e-6:
-            out.append((i, j))
-    return out
-
-
 CONTRACT = [
     Contract(
         checks.check_06_pair_residual,
@@ -45,6 +34,7 @@ CONTRACT = [
             "joint sum, not conditional mean": summed,
             "ignores data.weights": unweighted,
             "axes swapped": lambda d, p, i, j: pair_residual(d, p, i, j).transpose(0, 1),
+            "one label per row (argmax), not the distribution": lambda d, p, i, j: pair_residual(hard_labels(d), p, i, j),
         },
     ),
     Contract(

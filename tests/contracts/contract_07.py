@@ -44,6 +44,20 @@ def from_start(steps, weights, L, tol=0.01):
     return leaves_uniform(steps, w - w[:, :1] + 1.0 / L, L, tol)
 
 
+def leaves_for_good(steps, weights, L, tol=0.01):
+    """The first record after which the weight stays outside the band."""
+    off = (weights.double() - 1.0 / L).abs() > tol
+    stays = off.flip(-1).int().cumprod(-1).flip(-1)
+    first = stays.argmax(-1)
+    return torch.where(stays.any(-1), steps[first], torch.full_like(first, -1))
+
+
+def never_as_first_step(steps, weights, L, tol=0.01):
+    """argmax of an all-False row is 0: a model that never leaves gets steps[0]."""
+    off = (weights.double() - 1.0 / L).abs() > tol
+    return steps[off.int().argmax(-1)]
+
+
 def ignores_tol(steps, weights, L, tol=0.01):
     return leaves_uniform(steps, weights, L, 0.01)
 
@@ -67,6 +81,10 @@ CONTRACT = [
             "only upward moves": one_sided,
             "distance from the first value": from_start,
             "fixed tolerance": ignores_tol,
+            "the time it leaves for good": leaves_for_good,
+            "never leaving encoded as steps[0]": never_as_first_step,
+            "record index times the first spacing": lambda s, w, L, tol=0.01: torch.where(
+                leaves_uniform(s, w, L, tol) >= 0, s[0] + ((w.double() - 1.0 / L).abs() > tol).int().argmax(-1) * (s[1] - s[0]), -1),
         },
     ),
 ]

@@ -61,6 +61,8 @@ CONTRACT = [
             "unbiased variance": unbiased_norms,
             "RMSNorm (no centring)": rms_norms,
             "norm before normalisation": lambda E: E.norm(dim=-1),
+            "epsilon added to the standard deviation": lambda E: ((E - E.mean(-1, keepdim=True)) / (
+                (E - E.mean(-1, keepdim=True)).pow(2).mean(-1, keepdim=True).sqrt() + 1e-5)).norm(dim=-1),
             "torch layer_norm in float32 with eps 1e-6": lambda E: torch.nn.functional.layer_norm(E.float(), (E.shape[1],), eps=1e-6).norm(dim=-1),
         },
     ),

@@ -36,6 +36,7 @@ CONTRACT = [
             "normalised over columns": lambda t, V, a: (counts(t, V) + a) / (counts(t, V) + a).sum(0, keepdim=True),
             "alpha fixed at 1": lambda t, V, a: bigram_table(t, V, 1.0),
             "smoothing added after normalising": lambda t, V, a: bigram_table(t, V, 1e-9) + a,
+            "wrap-around pair (torch.roll)": lambda t, V, a: bigram_table(torch.cat([t, t[:1]]), V, a),
         },
     ),
     Contract(
@@ -47,6 +48,8 @@ CONTRACT = [
             "summed over positions": lambda lg, tb, x: kl_to_bigram(lg, tb, x) * x.numel(),
             "logits used as log-probabilities": lambda lg, tb, x: float((lg.exp() * (lg - tb[x].log())).sum(-1).mean()),
             "in bits": lambda lg, tb, x: kl_to_bigram(lg, tb, x) / math.log(2),
+            "summed over positions, averaged over sequences": lambda lg, tb, x: kl_to_bigram(lg, tb, x) * x.shape[1],
+            "table indexed by column (P(current | next))": lambda lg, tb, x: kl_to_bigram(lg, tb.T / tb.T.sum(1, keepdim=True), x),
         },
     ),
     Contract(
@@ -58,6 +61,7 @@ CONTRACT = [
             "the smallest value": lambda s, kl: kl.min(-1).values,
             "one step for all models": lambda s, kl: s[kl.min(0).values.argmin()],
             "last step": lambda s, kl: s[-1].expand(kl.shape[0]),
+            "latest of tied minima": lambda s, kl: s[kl.shape[-1] - 1 - kl.flip(-1).argmin(-1)],
         },
     ),
 ]

@@ -35,6 +35,10 @@ CONTRACT = [
             "P(s | previous) instead of P(previous | s)": lambda t, V: torch.cat([rows(pair_counts(t, V)), rows(pair_counts(t, V)).T], 1),
             "joint probabilities": lambda t, V: torch.cat([pair_counts(t, V), pair_counts(t, V).T], 1) / (len(t) - 1),
             "next-token half only": lambda t, V: rows(pair_counts(t, V)),
+            "wrap-around pair (torch.roll)": lambda t, V: torch.cat(
+                [rows(pair_counts(torch.cat([t, t[:1]]), V)), rows(pair_counts(torch.cat([t, t[:1]]), V).T)], 1),
+            "NaN rows for unseen tokens": lambda t, V: torch.cat(
+                [pair_counts(t, V) / pair_counts(t, V).sum(1, keepdim=True), pair_counts(t, V).T / pair_counts(t, V).T.sum(1, keepdim=True)], 1),
             "add-one smoothing": lambda t, V: torch.cat([rows(pair_counts(t, V) + 1), rows(pair_counts(t, V).T + 1)], 1),
         },
     ),
@@ -47,6 +51,8 @@ CONTRACT = [
             "uncentred CKA": uncentred,
             "all tokens": lambda E, S, f, lo, hi: float(cka(E, S)),
             "off by one (ranks lo..hi)": lambda E, S, f, lo, hi: bin_cka(E, S, f, lo, hi + 1),
+            "ties: higher id first (ascending sort reversed)": lambda E, S, f, lo, hi: float(
+                cka(E[f.argsort(stable=True).flip(0)[lo:hi]], S[f.argsort(stable=True).flip(0)[lo:hi]])),
         },
     ),
 ]

@@ -10,6 +10,7 @@ from ctxlab import checks
 from ctxlab.rungs import crossing_step, stair_onsets
 from ctxlab.checks.lesson11 import (
     _neighbours,
+    _runs_of_equal_rows,
     _shared,
     _variant,
     check_11_held_out_accuracy,
@@ -49,6 +50,17 @@ def by_final_loss(runs, levels):
 def by_best_seed(runs, levels):
     done = finishing_order(runs, levels)
     return sorted(done, key=lambda n: float(_last(runs[n], levels).min()))
+
+
+def ties_by_name(runs, levels):
+    done = finishing_order(runs, levels)
+    mean = {n: float(_last(runs[n], levels).double().mean()) for n in done}
+    return sorted(done, key=lambda n: (mean[n], n))
+
+
+def by_median_step(runs, levels):
+    done = finishing_order(runs, levels)
+    return sorted(done, key=lambda n: float(_last(runs[n], levels).double().median()))
 
 
 def on_training_pairs(model, task):
@@ -116,6 +128,8 @@ CONTRACT = [
             "never-reached seeds averaged as -1": never_as_minus_one,
             "ordered by final loss": by_final_loss,
             "ordered by the best seed": by_best_seed,
+            "ties broken by name": ties_by_name,
+            "median step instead of mean": by_median_step,
         },
     ),
     Contract(
@@ -159,6 +173,10 @@ CONTRACT = [
             "rows rounded to 2 decimals": classes_by(lambda S: S.round(decimals=2)),
             "grouped by row sum": classes_by(lambda S: S.sum(1, keepdim=True).round(decimals=6)),
             "grouped by most likely label": classes_by(lambda S: S.argmax(1, keepdim=True)),
+            "rounded to a grid of 1e-6": classes_by(lambda S: torch.round(S.double() / 1e-6)),
+            "floored to a grid of 1e-6": classes_by(lambda S: torch.floor(S.double() / 1e-6)),
+            "rounded to 3 decimals (grid 1000 x too coarse)": classes_by(lambda S: S.double().round(decimals=3)),
+            "compared with the previous row only": _runs_of_equal_rows,
         },
     ),
 ]

@@ -1,21 +1,48 @@
-"""Synthetic loss curves with known rungs, to practise and test reading a curve rung by rung.
+"""Synthetic inputs with a known shape, for the exercises and their checks.
 
-A real run gives one curve whose answers nobody knows in advance; these give curves whose treads,
-slides, spikes and ends are placed by hand, so :mod:`ctxlab.rungs` (and an exercise that re-derives
-it) can be checked against answers known by construction.
+An exercise reads a map, a table or a loss curve drawn here instead of running the experiment
+(which takes minutes); its check draws more of the same kind with other sizes, orders and knobs,
+whose answers are known by construction.
 
-* :func:`staircase_curve`: a start level and a list of drops, each a smooth step (a logistic of
-  chosen width) to a new level at a chosen step; a wide drop is a slide, not a tread;
-* :func:`spike`: a short bump added to a curve (an overshoot of gradient descent).
+* :func:`synthetic_phase_map`, :func:`small_init_table`: a γ x knob map of rests, a small-init table;
+* :func:`staircase_curve`, :func:`spike`: loss curves with treads, slides, spikes and ends placed by
+  hand, to practise and test reading a curve rung by rung (:mod:`ctxlab.rungs`).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import torch
 from torch import Tensor
 
+
+def synthetic_phase_map(gammas: Sequence[float], lrs: Sequence[float], steps: int = 800, unstable: float = math.inf,
+                        stuck: tuple[int, int] | None = None, knob_lengthens: bool = False) -> Tensor:
+    """A plateau map [G, R]: rest ~ (e^(3(gamma-0.5)) - 1.3) / lr, capped at ``steps``; NaN for lr >= ``unstable``.
+
+    ``stuck`` keeps one cell of an unstable column finite (a run that got stuck instead of blowing up);
+    ``knob_lengthens`` makes the column knob lengthen the rest instead (e.g. weight decay).
+    """
+    rows = []
+    for g in gammas:
+        row = []
+        for r in lrs:
+            factor = (1.0 + 40.0 * r) if knob_lengthens else 1.0 / r
+            row.append(min(float(steps), max(0.0, round(120.0 * (math.exp(3.0 * (g - 0.5)) - 1.3) * factor / 5) * 5)))
+        rows.append(row)
+    plateau = torch.tensor(rows, dtype=torch.float64)
+    plateau[:, torch.tensor([r >= unstable for r in lrs], dtype=torch.bool)] = torch.nan
+    if stuck is not None:
+        plateau[stuck] = 265.0
+    return plateau
+
+
+def small_init_table(vocab: int, d: int, gamma: float, seed: int, offset: float = 0.0) -> Tensor:
+    """An embedding table [V, d] ~ N(0, d^(-2 gamma)) (plus a constant ``offset``), float64."""
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(vocab, d, generator=g, dtype=torch.float64) * d ** (-gamma) + offset
 
 def staircase_curve(steps: Tensor, treads: Sequence[Sequence[float]], width: float = 6.0,
                     noise: float = 1e-5, seed: int = 0) -> Tensor:
