@@ -71,6 +71,7 @@ class Grade:
     stopped: str = ""
     wall_s: float = 0.0
     peak_mb: float = 0.0
+    cells_run: int = 0  # code cells executed, the grader's own included
 
     @property
     def checks(self) -> list[CellResult]:
@@ -266,14 +267,17 @@ def grade_cells(path: str | Path, manifest: dict | None = None, cell_timeout: fl
     slots = assemble(nb, manifest[name]["variants"][variant], token)
     graded = nbformat.v4.new_notebook(cells=[s.cell for s in slots], metadata=dict(nb.metadata))
     result = run(graded, path.parent, cell_timeout=cell_timeout, timeout=timeout)
-    grade = Grade(path, name, variant, stopped=result.stopped, wall_s=result.wall_s, peak_mb=result.peak_mb)
+    grade = Grade(path, name, variant, stopped=result.stopped, wall_s=result.wall_s, peak_mb=result.peak_mb,
+                  cells_run=len(result.cells))  # fmt: skip
     for index, slot in enumerate(slots):
         cell = result.cells.get(index)
         if slot.number is None and slot.check is None:
             if cell is not None and cell.error:  # a grader's own cell failed: nothing after it counts
                 grade.stopped = grade.stopped or f"the grader's reset cell failed ({cell.error})"
             continue
-        if cell is None or not cell.ran:
+        if index == result.stopped_at and slot.number:
+            grade.stopped += f" (at In [{slot.number}])"
+        if cell is None:
             if slot.check:
                 why = result.stopped or "an earlier cell stopped the run"
                 grade.results.append(CellResult(slot.number, slot.check, False, f"not run: {why}", slot.note))

@@ -3,8 +3,8 @@
 The grader (:mod:`.grading`) and the time-budget benchmark (``benchmarks/notebook_budget.py``)
 share this runner. Every run ends: each cell has a time limit and the whole run has one (the cell
 limit shrinks to what is left of it), a cell that overruns ends the run, and a kernel that dies or
-exits (``os._exit``, a crash, out of memory) ends it too. A cell counts as failed when it leaves an
-error output; nbval markers and cell tags play no part.
+exits (``os._exit``, a crash, out of memory) ends it too. A cell counts as failed when the kernel
+replies that it raised (even if a handler hid the traceback); nbval markers and cell tags play no part.
 """
 
 from __future__ import annotations
@@ -18,17 +18,16 @@ from ctxlab.course.notebooks import kernel_env
 
 @dataclass
 class CellRun:
-    """What one executed code cell left: its stdout, and the error it raised (if any)."""
+    """What one code cell that ran left: its stdout, and the error it raised (if any)."""
 
     index: int  # position in the executed notebook
-    ran: bool = False
     error: str = ""  # "Name: message" of the exception it raised, "" if none
     stdout: str = ""
 
 
 @dataclass
 class NotebookRun:
-    cells: dict[int, CellRun] = field(default_factory=dict)
+    cells: dict[int, CellRun] = field(default_factory=dict)  # the cells that ran, by index
     wall_s: float = 0.0
     peak_mb: float = 0.0
     stopped: str = ""  # why the run ended early, "" when every cell ran
@@ -60,13 +59,6 @@ def kernel_pid(km) -> int | None:
     return getattr(process, "pid", None)
 
 
-def _error_of(cell) -> str:
-    for out in cell.get("outputs", []):
-        if out.get("output_type") == "error":
-            return f"{out.get('ename', 'Error')}: {out.get('evalue', '')}".rstrip(": ")
-    return ""
-
-
 def _stdout_of(cell) -> str:
     return "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream" and o.get("name") == "stdout")
 
@@ -74,10 +66,10 @@ def _stdout_of(cell) -> str:
 def run(nb, cwd, cell_timeout: float, timeout: float, env: dict[str, str] | None = None) -> NotebookRun:
     """Execute ``nb``'s code cells in order (in place) and report each; never raises for a cell."""
     from nbclient import NotebookClient
-    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
     client = NotebookClient(
-        nb, kernel_name="python3", timeout=cell_timeout, allow_errors=True, record_timing=False,
+        nb, kernel_name="python3", timeout=cell_timeout, allow_errors=False, record_timing=False,
         store_widget_state=False, skip_cells_with_tag="", shutdown_kernel="immediate",
     )  # fmt: skip
     result = NotebookRun()
@@ -97,18 +89,19 @@ def run(nb, cwd, cell_timeout: float, timeout: float, env: dict[str, str] | None
             record = result.cells[index] = CellRun(index)
             try:
                 client.execute_cell(cell, index)
+            except CellExecutionError as err:  # the kernel's reply says it raised; carry on with the next cell
+                record.error = f"{err.ename}: {err.evalue}".rstrip(": ")
             except CellTimeoutError:
-                limit = "cell" if client.timeout >= cell_timeout else "whole-run"
-                what = f"{cell_timeout:.0f} s cell limit" if limit == "cell" else f"{timeout:.0f} s limit of the whole run"
+                what = f"{cell_timeout:.0f} s cell limit" if client.timeout >= cell_timeout else f"{timeout:.0f} s limit of the whole run"
                 result.stopped, result.stopped_at = f"a cell ran past the {what}", index
-                record.ran, record.error = True, f"TimeoutError: stopped after {client.timeout} s (the {what})"
+                record.error = f"TimeoutError: stopped after {client.timeout} s (the {what})"
                 break
             except DeadKernelError:
                 result.stopped, result.stopped_at = "the kernel died or exited (os._exit, a crash, or out of memory)", index
-                record.ran, record.error = True, "DeadKernelError: " + result.stopped
+                record.error = "DeadKernelError: " + result.stopped
                 break
             finally:
                 result.peak_mb = max(result.peak_mb, process_peak_mb(pid))
-            record.ran, record.error, record.stdout = True, _error_of(cell), _stdout_of(cell)
+                record.stdout = _stdout_of(cell)
     result.wall_s = time.perf_counter() - start
     return result
