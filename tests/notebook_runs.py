@@ -1,21 +1,15 @@
-"""Shared, cached runs of the committed exercise and solution notebooks (each runs once per process),
-and a tiny throw-away course project for the pipeline and grading tests."""
+"""The committed exercise and solution notebooks, and a tiny throw-away course project for the
+pipeline and grading tests."""
 
 from __future__ import annotations
 
-from functools import cache
 from pathlib import Path
 
-from ctxlab.course import Grade, build, grade_cells
+from ctxlab.course import Grade, build
 
 ROOT = Path(__file__).resolve().parents[1]
 EXERCISE_NOTEBOOKS = sorted((ROOT / "exercises").glob("*.ipynb"))
 SOLUTION_NOTEBOOKS = sorted((ROOT / "solutions").glob("*.ipynb"))
-
-
-@cache
-def graded(path: Path) -> Grade:
-    return grade_cells(path)
 
 
 TINY_LESSON = '''# %% [markdown]

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import pytest
 from contracts import all_contracts
-from notebook_runs import EXERCISE_NOTEBOOKS, SOLUTION_NOTEBOOKS, graded, record_budget
+from notebook_runs import EXERCISE_NOTEBOOKS, SOLUTION_NOTEBOOKS, record_budget
 
 from ctxlab import checks
-from ctxlab.course import check_name, read
+from ctxlab.course import check_name, grade_cells, read
 
 CONTRACT = all_contracts()
 WRONG = [(c.check, name, fn) for c in CONTRACT for name, fn in c.wrong.items()]
@@ -56,7 +56,7 @@ def test_every_check_has_a_contract():
 @pytest.mark.parametrize("path", SOLUTION_NOTEBOOKS, ids=lambda p: p.name)
 def test_solution_notebook_passes(path, record_property):
     """The only run of each solution notebook in `make test`: it also reports the notebook's budget."""
-    grade = graded(path)
+    grade = grade_cells(path)
     failed = [r for r in grade.results if not r.passed]
     assert grade.rc == 0 and not failed and not grade.stopped, (failed, grade.stopped)
     assert [r.note for r in grade.checks] == [""] * len(grade.checks), "the solution holds the check cells as shipped"
@@ -66,7 +66,7 @@ def test_solution_notebook_passes(path, record_property):
 @pytest.mark.parametrize("path", EXERCISE_NOTEBOOKS, ids=lambda p: p.name)
 def test_exercise_notebook_fails_at_every_check(path):
     n_checks = sum(1 for c in read(path).cells if c.cell_type == "code" and check_name(c))
-    grade = graded(path)
+    grade = grade_cells(path)
     assert n_checks >= 2 and len(grade.checks) == n_checks
     assert grade.rc == 1 and not grade.stopped
     assert [r for r in grade.results if not r.check] == [], "only the checks fail"
