@@ -34,17 +34,12 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _grade(args: argparse.Namespace) -> int:
-    from ctxlab.course import NotGradable, grade
+    from ctxlab.course import grade
 
     for flag, value in (("--cell-timeout", args.cell_timeout), ("--timeout", args.timeout)):
-        if not value > 0:
-            print(f"ctxlab grade: {flag} must be a positive number of seconds, got {value}", file=sys.stderr)
-            return 2
-    try:
-        return grade(args.notebook, cell_timeout=args.cell_timeout, timeout=args.timeout)
-    except NotGradable as err:
-        print(f"ctxlab grade: {err}", file=sys.stderr)
-        return 2
+        if not value > 0:  # also refuses nan
+            raise ValueError(f"{flag} must be a positive number of seconds, got {value}")
+    return grade(args.notebook, cell_timeout=args.cell_timeout, timeout=args.timeout)  # NotGradable: exit 2 in main
 
 
 def _doctor(args: argparse.Namespace) -> int:
