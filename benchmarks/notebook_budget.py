@@ -34,7 +34,8 @@ def main() -> int:
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:
         parser.error(f"no notebook at {', '.join(missing)}")
-    print(f"{'notebook':<42} {'wall s':>7} {'peak MiB':>9}  limits {args.time_limit:.0f} s / {args.memory_limit:.0f} MiB", flush=True)
+    limits = f"limits {args.time_limit:.0f} s / {args.memory_limit:.0f} MiB"
+    print(f"{'notebook':<42} {'wall s':>7} {'peak MiB':>9}  {limits}", flush=True)
     failures = []
     for path in paths:
         path = path.resolve()

@@ -20,7 +20,8 @@ from notebook_runs import ROOT, tiny_course
 from ctxlab import course
 from ctxlab.course.grading import assemble, grade_cells, report
 
-CHECK = "ctxlab.checks.check_01_distinct_rows(n_distinct_rows)"
+NAME = "check_01_distinct_rows"
+CHECK = f"ctxlab.checks.{NAME}(n_distinct_rows)"
 LOCAL = {  # name -> how the check cell is tampered with (None: deleted)
     "as shipped": lambda c: c,
     "deleted": lambda c: None,
@@ -35,7 +36,7 @@ LOCAL = {  # name -> how the check cell is tampered with (None: deleted)
     "prints PASS": lambda c: c.update(source='print("PASS check_01_distinct_rows")') or c,
     "markdown cell": lambda c: nbformat.v4.new_markdown_cell(c.source, id=c.id),
     "new id, wrapped": lambda c: nbformat.v4.new_code_cell(f"try:\n    {c.source}\nexcept Exception:\n    pass"),
-    "saved PASS output": lambda c: c.update(outputs=[nbformat.v4.new_output("stream", name="stdout", text="PASS check_01_distinct_rows\n")]) or c,
+    "saved PASS output": lambda c: c.update(outputs=[nbformat.v4.new_output("stream", text=f"PASS {NAME}\n")]) or c,
 }
 AS_SHIPPED = ("as shipped", "saved PASS output")  # the cell's source and tags are the course's
 WRONG = "def n_distinct_rows(matrix, atol=1e-6):\n    return matrix.shape[0]\n"
@@ -74,15 +75,17 @@ def manifest(tiny) -> dict:
     return course.load_manifest(tiny / "ctxlab" / "course" / "check_cells.py")
 
 
-def many_checks(tiny: Path, variant: str, n: int) -> nbformat.NotebookNode:
-    """The tiny set rebuilt with ``n`` check cells, each after a markdown cell of its own."""
+def many_checks(tiny: Path, variant: str, n: int) -> tuple[nbformat.NotebookNode, dict]:
+    """The tiny set rebuilt with ``n`` check cells, each after a markdown cell of its own: the
+    ``variant`` notebook and the set's manifest."""
     folder = tiny.parent / f"{tiny.name}-{n}"
     if not folder.exists():
         text = (tiny / "exercises" / "src" / "01_tiny.py").read_text()
         text = text.replace(f'# %% tags=["check"]\n{CHECK}\n', "".join(
             f'# %% [markdown]\n# Check {k}.\n\n# %% tags=["check"]\n{CHECK}\n\n' for k in range(n)))  # fmt: skip
         tiny_course(folder, exercise=text, lesson=None)
-    return course.read(folder / f"{variant}s" / "01_tiny.ipynb"), course.load_manifest(folder / "ctxlab" / "course" / "check_cells.py")
+    manifest = course.load_manifest(folder / "ctxlab" / "course" / "check_cells.py")
+    return course.read(folder / f"{variant}s" / "01_tiny.ipynb"), manifest
 
 
 def save(nb, folder: Path, name: str = "01_tiny.ipynb") -> Path:

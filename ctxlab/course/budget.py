@@ -40,8 +40,10 @@ _over: set[str] = set()
 
 def record(record_property, notebook: str, wall_s: float, peak_mb: float, cells: int) -> None:
     """Report a notebook a test ran itself (``record_property`` is pytest's fixture)."""
-    for key, value in (("notebook", notebook), ("notebook_wall_s", wall_s), ("kernel_peak_mb", peak_mb), ("notebook_cells", cells)):
-        record_property(key, value)
+    record_property("notebook", notebook)
+    record_property("notebook_wall_s", wall_s)
+    record_property("kernel_peak_mb", peak_mb)
+    record_property("notebook_cells", cells)
 
 
 def pytest_configure(config):
@@ -96,7 +98,8 @@ def pytest_terminal_summary(terminalreporter):
         return
     tr = terminalreporter
     tr.section("notebook budgets")
-    tr.write_line(f"{'notebook':<42} {'cells':>5} {'wall s':>7} {'peak MiB':>9}  limits {TIME_LIMIT_S:.0f} s / {MEMORY_LIMIT_MB:.0f} MiB")
+    limits = f"limits {TIME_LIMIT_S:.0f} s / {MEMORY_LIMIT_MB:.0f} MiB"
+    tr.write_line(f"{'notebook':<42} {'cells':>5} {'wall s':>7} {'peak MiB':>9}  {limits}")
     for nb, b in sorted(_budgets.items()):
         flag = "  OVER MEMORY" if b.peak_mb > MEMORY_LIMIT_MB else "  slow here" if b.wall_s > TIME_LIMIT_S else ""
         tr.write_line(f"{nb:<42} {b.cells:>5} {b.wall_s:>7.1f} {b.peak_mb:>9.0f}{flag}")

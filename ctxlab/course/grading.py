@@ -138,7 +138,8 @@ def identify(nb, path: Path, manifest: dict) -> tuple[str, str]:
     if meta.get("variant") == "lesson" or source.startswith("lessons/"):
         stem = Path(source).stem or path.stem
         which = f"its exercises: `ctxlab grade exercises/{stem}.ipynb`" if stem in manifest else f"an exercise set ({sets})"
-        raise NotGradable(f"{path} is a lesson ({source or 'variant lesson'}), not an exercise set; lessons have no checks. Grade {which}")
+        raise NotGradable(f"{path} is a lesson ({source or 'variant lesson'}), not an exercise set; "
+                          f"lessons have no checks. Grade {which}")  # fmt: skip
     name = Path(source).stem if Path(source).stem in manifest else None
     if name is None:  # metadata stripped: "Copy of 01_signatures (2).ipynb" still names its set
         found = [m for m in SET_NAME.findall(path.stem) if m in manifest]

@@ -60,7 +60,8 @@ def kernel_pid(km) -> int | None:
 
 
 def _stdout_of(cell) -> str:
-    return "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream" and o.get("name") == "stdout")
+    streams = [o for o in cell.get("outputs", []) if o.get("output_type") == "stream" and o.get("name") == "stdout"]
+    return "".join(o.get("text", "") for o in streams)
 
 
 def run(nb, cwd, cell_timeout: float, timeout: float, env: dict[str, str] | None = None) -> NotebookRun:
@@ -92,7 +93,8 @@ def run(nb, cwd, cell_timeout: float, timeout: float, env: dict[str, str] | None
             except CellExecutionError as err:  # the kernel's reply says it raised; carry on with the next cell
                 record.error = f"{err.ename}: {err.evalue}".rstrip(": ")
             except CellTimeoutError:
-                what = f"{cell_timeout:.0f} s cell limit" if client.timeout >= cell_timeout else f"{timeout:.0f} s limit of the whole run"
+                cell_limit = client.timeout >= cell_timeout
+                what = f"{cell_timeout:.0f} s cell limit" if cell_limit else f"{timeout:.0f} s limit of the whole run"
                 result.stopped, result.stopped_at = f"a cell ran past the {what}", index
                 record.error = f"TimeoutError: stopped after {client.timeout} s (the {what})"
                 break
