@@ -5,7 +5,7 @@
     ctxlab lm [--gammas ...] [--steps N] [--tokenizer char|bpe] [--device D] [--out DIR] [--json PATH]
     torchrun --nproc-per-node 2 -m ctxlab.cli lm ...      (data-parallel)
     ctxlab build [--check] [--force] [NAMES ...]
-    ctxlab grade NOTEBOOK
+    ctxlab grade NOTEBOOK [--cell-timeout S] [--timeout S]
     ctxlab doctor
     ctxlab dashboard [--port N] [--open]
 """
@@ -37,7 +37,10 @@ def _build(args: argparse.Namespace) -> int:
 def _grade(args: argparse.Namespace) -> int:
     from ctxlab.course import grade
 
-    return grade(args.notebook)
+    for flag, value in (("--cell-timeout", args.cell_timeout), ("--timeout", args.timeout)):
+        if not value > 0:  # also refuses nan
+            raise ValueError(f"{flag} must be a positive number of seconds, got {value}")
+    return grade(args.notebook, cell_timeout=args.cell_timeout, timeout=args.timeout)  # NotGradable: exit 2 in main
 
 
 def _doctor(args: argparse.Namespace) -> int:
@@ -103,8 +106,19 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("names", nargs="*", help="only these sources (e.g. 01_signatures)")
     b.set_defaults(func=_build)
 
-    g = sub.add_parser("grade", help="run an exercise notebook on a fresh kernel and print a score table")
-    g.add_argument("notebook")
+    from ctxlab.course.grading import CELL_TIMEOUT_S, TIMEOUT_S
+
+    g = sub.add_parser(
+        "grade",
+        help="run an exercise notebook with the course's own check cells on a fresh kernel and print a score table",
+        description="Exit code 0: every check passed; 1: a check failed, a cell raised or the run was stopped; "
+        "2: not an exercise set of the course (e.g. a lesson).",
+    )
+    g.add_argument("notebook", help="an exercise notebook, e.g. exercises/01_signatures.ipynb")
+    g.add_argument("--cell-timeout", type=float, default=CELL_TIMEOUT_S, metavar="S",
+                   help=f"stop the run when one cell takes longer than S seconds (default {CELL_TIMEOUT_S})")
+    g.add_argument("--timeout", type=float, default=TIMEOUT_S, metavar="S",
+                   help=f"stop the run after S seconds in all (default {TIMEOUT_S})")
     g.set_defaults(func=_grade)
 
     d = sub.add_parser("doctor", help="print versions, device and profile")

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import pytest
 from contracts import all_contracts
-from notebook_runs import EXERCISE_NOTEBOOKS, SOLUTION_NOTEBOOKS, graded
+from notebook_runs import EXERCISE_NOTEBOOKS, SOLUTION_NOTEBOOKS, record_budget
 
 from ctxlab import checks
-from ctxlab.course import check_name, read
+from ctxlab.course import check_name, grade_cells, read
 
 CONTRACT = all_contracts()
 WRONG = [(c.check, name, fn) for c in CONTRACT for name, fn in c.wrong.items()]
@@ -54,18 +54,21 @@ def test_every_check_has_a_contract():
 
 
 @pytest.mark.parametrize("path", SOLUTION_NOTEBOOKS, ids=lambda p: p.name)
-def test_solution_notebook_passes_nbval(path):
-    rc, results = graded(path)
-    failed = [r for r in results if not r.passed]
-    assert rc == 0 and not failed, failed
+def test_solution_notebook_passes(path, record_property):
+    """The only run of each solution notebook in `make test`: it also reports the notebook's budget."""
+    grade = grade_cells(path)
+    failed = [r for r in grade.results if not r.passed]
+    assert grade.rc == 0 and not failed and not grade.stopped, (failed, grade.stopped)
+    assert [r.note for r in grade.checks] == [""] * len(grade.checks), "the solution holds the check cells as shipped"
+    record_budget(record_property, path, grade)
 
 
 @pytest.mark.parametrize("path", EXERCISE_NOTEBOOKS, ids=lambda p: p.name)
 def test_exercise_notebook_fails_at_every_check(path):
     n_checks = sum(1 for c in read(path).cells if c.cell_type == "code" and check_name(c))
-    rc, results = graded(path)
-    assert n_checks >= 2
-    assert rc == 1
-    assert [r.check for r in results if not r.passed] == [r.check for r in results if r.check]
-    assert len([r for r in results if r.check and not r.passed]) == n_checks
-    assert all("not done yet" in r.hint for r in results if r.check)
+    grade = grade_cells(path)
+    assert n_checks >= 2 and len(grade.checks) == n_checks
+    assert grade.rc == 1 and not grade.stopped
+    assert [r for r in grade.results if not r.check] == [], "only the checks fail"
+    assert not any(r.passed for r in grade.checks)
+    assert all("not done yet" in r.hint for r in grade.checks)

@@ -1,9 +1,10 @@
 """The course pipeline: build notebooks from their sources (:mod:`.notebooks`), grade an exercise
-notebook (:mod:`.grading`), and the pytest plugins the notebook tests load (:mod:`.grading_plugin`,
-:mod:`.budget`). Nothing here imports torch."""
+notebook with the course's own check cells (:mod:`.grading`, :mod:`.check_cells`), run a notebook
+within time limits (:mod:`.runner`), and the pytest plugin that reports notebook budgets
+(:mod:`.budget`). Nothing here imports torch."""
 
 from ctxlab.course.notebooks import build, check_sync, execute, kernel_env, read, render, targets, write
-from ctxlab.course.grading import CellResult, check_name, grade, grade_cells
+from ctxlab.course.grading import CellResult, Grade, NotGradable, check_name, grade, grade_cells, load_manifest
 
 __all__ = ["build", "check_sync", "execute", "kernel_env", "read", "render", "targets", "write",
-           "CellResult", "check_name", "grade", "grade_cells"]
+           "CellResult", "Grade", "NotGradable", "check_name", "grade", "grade_cells", "load_manifest"]

@@ -1,6 +1,10 @@
 """A pytest plugin for notebook budgets, loaded by the repository's root conftest.py: it reports each
-notebook's wall time and kernel peak memory under nbval, and fails a notebook that runs longer than
-its time limit or grows beyond its memory limit.
+notebook's wall time and kernel peak memory, and fails a notebook whose kernel grows beyond its
+memory limit. Time is reported, never failed: a busy machine is not a broken course (the time budget
+is enforced on an idle machine by ``benchmarks/notebook_budget.py``).
+
+Notebooks under nbval are measured here; tests that run a notebook another way (the grading
+contract) report theirs with :func:`record` and are held to the same memory limit.
 
 Limits: ``CTXLAB_NOTEBOOK_TIME_LIMIT`` seconds (default 120) and ``CTXLAB_NOTEBOOK_MEMORY_LIMIT``
 MiB of peak kernel RSS (default 800, Binder's comfortable share). The kernel's peak is its
@@ -16,6 +20,8 @@ from dataclasses import dataclass
 
 import pytest
 
+from ctxlab.course.runner import kernel_pid, process_peak_mb
+
 TIME_LIMIT_S = float(os.environ.get("CTXLAB_NOTEBOOK_TIME_LIMIT", "120"))
 MEMORY_LIMIT_MB = float(os.environ.get("CTXLAB_NOTEBOOK_MEMORY_LIMIT", "800"))
 
@@ -25,11 +31,19 @@ class Budget:
     cells: int = 0
     wall_s: float = 0.0
     peak_mb: float = 0.0
-    over: str = ""
 
 
 _budgets: dict[str, Budget] = {}
 _started: dict[str, float] = {}
+_over: set[str] = set()
+
+
+def record(record_property, notebook: str, wall_s: float, peak_mb: float, cells: int) -> None:
+    """Report a notebook a test ran itself (``record_property`` is pytest's fixture)."""
+    record_property("notebook", notebook)
+    record_property("notebook_wall_s", wall_s)
+    record_property("kernel_peak_mb", peak_mb)
+    record_property("notebook_cells", cells)
 
 
 def pytest_configure(config):
@@ -39,28 +53,6 @@ def pytest_configure(config):
 
 def _notebook(item) -> str | None:
     return item.nodeid.split("::")[0] if hasattr(item, "cell_num") else None
-
-
-def _kernel_peak_mb(item) -> float:
-    """Peak RSS of the notebook's kernel process in MiB (0 when it cannot be read)."""
-    kernel = getattr(item.parent, "kernel", None)
-    process = getattr(getattr(getattr(kernel, "km", None), "provisioner", None), "process", None)
-    pid = getattr(process, "pid", None)
-    if pid is None:
-        return 0.0
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    try:
-        import psutil
-
-        return psutil.Process(pid).memory_info().rss / 2**20
-    except Exception:
-        return 0.0
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -74,29 +66,29 @@ def pytest_runtest_setup(item):
 def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
-    nb = _notebook(item)
-    if nb is None or report.when != "call":
+    if report.when != "call":
         return
-    wall = time.perf_counter() - _started[nb]
-    peak = _kernel_peak_mb(item)
-    report.user_properties += [("notebook", nb), ("notebook_wall_s", wall), ("kernel_peak_mb", peak)]
-    budget = _budgets.setdefault(nb, Budget())
-    problem = ""
-    if wall > TIME_LIMIT_S and not budget.over:
-        problem = f"{nb} has run {wall:.0f} s, over its {TIME_LIMIT_S:.0f} s limit (CTXLAB_NOTEBOOK_TIME_LIMIT)"
-    elif peak > MEMORY_LIMIT_MB and not budget.over:
-        problem = f"{nb}'s kernel peaked at {peak:.0f} MiB, over its {MEMORY_LIMIT_MB:.0f} MiB limit (CTXLAB_NOTEBOOK_MEMORY_LIMIT)"
-    if problem and report.passed:
-        report.outcome = "failed"
-        report.longrepr = f"notebook budget exceeded: {problem}; make the quick profile smaller"
-    budget.over = budget.over or problem
+    nb = _notebook(item)
+    if nb is not None:  # an nbval cell: measure its notebook so far
+        peak = process_peak_mb(kernel_pid(getattr(getattr(item.parent, "kernel", None), "km", None)))
+        report.user_properties += [("notebook", nb), ("notebook_wall_s", time.perf_counter() - _started[nb]),
+                                   ("kernel_peak_mb", peak), ("notebook_cells", 1)]  # fmt: skip
+    props = dict(report.user_properties)
+    if "notebook" in props and props["kernel_peak_mb"] > MEMORY_LIMIT_MB and props["notebook"] not in _over:
+        _over.add(props["notebook"])
+        if report.passed:
+            report.outcome = "failed"
+            report.longrepr = (
+                f"notebook budget exceeded: {props['notebook']}'s kernel peaked at {props['kernel_peak_mb']:.0f} MiB, "
+                f"over its {MEMORY_LIMIT_MB:.0f} MiB limit (CTXLAB_NOTEBOOK_MEMORY_LIMIT); make the quick profile smaller"
+            )
 
 
 def pytest_runtest_logreport(report):
     props = dict(report.user_properties)
     if report.when == "call" and "notebook" in props:  # also runs on the xdist controller
         budget = _budgets.setdefault(props["notebook"], Budget())
-        budget.cells += 1
+        budget.cells += props.get("notebook_cells", 1)
         budget.wall_s = max(budget.wall_s, props["notebook_wall_s"])
         budget.peak_mb = max(budget.peak_mb, props["kernel_peak_mb"])
 
@@ -106,7 +98,11 @@ def pytest_terminal_summary(terminalreporter):
         return
     tr = terminalreporter
     tr.section("notebook budgets")
-    tr.write_line(f"{'notebook':<42} {'cells':>5} {'wall s':>7} {'peak MiB':>9}  limits {TIME_LIMIT_S:.0f} s / {MEMORY_LIMIT_MB:.0f} MiB")
+    limits = f"limits {TIME_LIMIT_S:.0f} s / {MEMORY_LIMIT_MB:.0f} MiB"
+    tr.write_line(f"{'notebook':<42} {'cells':>5} {'wall s':>7} {'peak MiB':>9}  {limits}")
     for nb, b in sorted(_budgets.items()):
-        flag = "  OVER" if b.wall_s > TIME_LIMIT_S or b.peak_mb > MEMORY_LIMIT_MB else ""
+        flag = "  OVER MEMORY" if b.peak_mb > MEMORY_LIMIT_MB else "  slow here" if b.wall_s > TIME_LIMIT_S else ""
         tr.write_line(f"{nb:<42} {b.cells:>5} {b.wall_s:>7.1f} {b.peak_mb:>9.0f}{flag}")
+    if any(b.wall_s > TIME_LIMIT_S for b in _budgets.values()):
+        tr.write_line("slow here: over the time budget on this run, which does not fail tests (the machine may be "
+                      "busy); `python benchmarks/notebook_budget.py` enforces it on an idle machine")  # fmt: skip

@@ -12,7 +12,9 @@ Every notebook gets a generated setup cell after its title cell (:data:`SETUP_TE
 it pip-installs ctxlab at ``[tool.ctxlab] colab_ref`` with Colab's torch pinned at the version it has,
 so pip adds only what Colab lacks; the environment variable ``CTXLAB_INSTALL``, when set, names
 another pip target instead (a local wheel: ``tests/test_install.py`` runs the cell that way). The
-README's lesson table is generated between its markers from ``[tool.ctxlab]`` in pyproject.toml.
+README's lesson table is generated between its markers from ``[tool.ctxlab]`` in pyproject.toml, and
+the check cells of every exercise set go to ``ctxlab/course/check_cells.py``, the manifest
+``ctxlab grade`` grades with (:mod:`.grading`).
 Notebook metadata holds a hash of the cells a source produces: an unchanged source is not
 re-executed, and ``check`` compares cells without running anything.
 """
@@ -261,6 +263,24 @@ def readme_with_table(readme: str, table: str) -> str:
     return f"{head}{README_START}\n{table}\n{README_END}{tail}"
 
 
+# --- the check-cell manifest --------------------------------------------------------------------
+
+MANIFEST_PATH = "ctxlab/course/check_cells.py"
+
+
+def manifest_text(root: Path, config: Config) -> str:
+    """The manifest of every exercise set's check cells, rendered from exercises/src (runs nothing)."""
+    from ctxlab.course.grading import manifest_text as text
+    from ctxlab.course.grading import skeleton
+
+    manifest: dict = {}
+    for t in targets(root):
+        if t.variant != "lesson":
+            entry = manifest.setdefault(t.source.stem, {"source": t.source.relative_to(root).as_posix(), "variants": {}})
+            entry["variants"][t.variant] = skeleton(render(t, config), str(t.source.relative_to(root)))
+    return text(manifest)
+
+
 # --- build and check -------------------------------------------------------------------------
 
 
@@ -286,12 +306,15 @@ def check_sync(root: Path | None = None, names: list[str] | None = None) -> int:
     readme = (root / "README.md").read_text(encoding="utf-8")
     if readme_with_table(readme, lesson_table(root, config)) != readme:
         stale.append("README.md: lesson table out of date")
+    manifest = root / MANIFEST_PATH
+    if not manifest.is_file() or manifest.read_text(encoding="utf-8") != manifest_text(root, config):
+        stale.append(f"{MANIFEST_PATH}: the check cells `ctxlab grade` runs differ from exercises/src")
     if stale:
         print("ctxlab build --check: out of date (run `ctxlab build` and commit the result):")
         for line in stale:
             print(f"  {line}")
         return 1
-    print(f"ctxlab build --check: {len(wanted)} notebooks and the README table are in sync")
+    print(f"ctxlab build --check: {len(wanted)} notebooks, the README table and the check cells are in sync")
     return 0
 
 
@@ -322,4 +345,9 @@ def build(check: bool = False, names: list[str] | None = None, force: bool = Fal
     if updated != readme:
         readme_path.write_text(updated, encoding="utf-8")
         print("  README.md: lesson table updated")
+    manifest, text = root / MANIFEST_PATH, manifest_text(root, config)
+    if not manifest.is_file() or manifest.read_text(encoding="utf-8") != text:
+        manifest.parent.mkdir(parents=True, exist_ok=True)
+        manifest.write_text(text, encoding="utf-8")
+        print(f"  {MANIFEST_PATH}: check cells updated")
     return 0
