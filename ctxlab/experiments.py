@@ -104,8 +104,12 @@ def staircase(
     device=None,
     profile: str | None = None,
     progress: bool | None = None,
+    on_divergence: str = "raise",
 ) -> StaircaseResult:
-    """Train Emb-MLP (GELU, no biases) on the hierarchy task for every (gamma, seed) in one batch."""
+    """Train Emb-MLP (GELU, no biases) on the hierarchy task for every (gamma, seed) in one batch.
+
+    ``on_divergence``: as in :func:`ctxlab.train.train` (``record`` keeps the run going and notes
+    the diverged models in ``trajectory.diverged_at``)."""
     sizes = STAIRCASE_PROFILES[profile or current_profile()]
     steps = sizes["steps"] if steps is None else steps
     task = hierarchy_task()
@@ -113,7 +117,8 @@ def staircase(
     model = make_model("mlp", task, d=sizes["d"], hidden=sizes["hidden"], gamma=g, seed=s)
     start = time.perf_counter()
     traj = train(model, task.population, steps, optimizer=optimizer, lr=lr,
-                 record_every=sizes["record_every"], device=device, progress=progress, desc="staircase")
+                 record_every=sizes["record_every"], device=device, progress=progress, desc="staircase",
+                 on_divergence=on_divergence)
     seconds = time.perf_counter() - start
     levels = plateau_levels(task.population)
     onsets, plateaus, stairs = measure_plateaus(traj, levels)
@@ -354,7 +359,8 @@ class PhaseMap:
 
     wait: first step below the midpoint of H_0 and H_1 (NaN: never got there or diverged);
     plateau: length of the rest at H_0 = ln C before the first stair (0: no such rest; NaN: diverged);
-    final: loss at the last step (NaN where the run diverged); diverged: the loss became NaN or inf.
+    final: loss at the last step (NaN where the run diverged); diverged: the loss became NaN,
+    infinite or exploded (see :class:`ctxlab.train.DivergenceWatch`); the model was frozen there.
     """
 
     gammas: list[float]
@@ -387,7 +393,7 @@ def _phase_run(cfg: dict, gammas: list[float], lrs: list[float], seed: int, devi
     task = hierarchy_task(block=cfg["block"])
     model = make_model("mlp", task, d=cfg["d"], hidden=cfg["hidden"], gamma=gammas, seed=[seed] * len(gammas))
     return train(model, task.population, cfg["steps"], lr=lrs, record_every=cfg["record_every"],
-                 device=device, progress=progress, desc="phase map")
+                 device=device, progress=progress, desc="phase map", on_divergence="record")
 
 
 def phase_map(profile: str | None = None, seed: int = 0, device=None, progress: bool | None = None,
@@ -411,7 +417,7 @@ def _measure_phase_map(gammas: list[float], lrs: list[float], traj: Trajectory, 
                        seconds: float) -> PhaseMap:
     shape = (len(gammas), len(lrs))
     loss = traj.loss.to(torch.float64)
-    diverged = ~torch.isfinite(loss).all(dim=1)
+    diverged = (traj.diverged_at >= 0) | ~torch.isfinite(loss).all(dim=1)
     onsets = stair_onsets(traj.steps, traj.loss, levels)[:, 0].to(torch.float64)
     wait = torch.where((onsets < 0) | diverged, torch.nan, onsets)
     rests = [match_plateaus(find_plateaus(traj.steps, traj.loss[k]), levels)[0] for k in range(traj.n_models)]
