@@ -8,6 +8,9 @@ neighbouring predicted plateaus) and the plateau found nearest to the predicted 
 from __future__ import annotations
 
 import json
+import math
+import os
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -128,13 +131,14 @@ def staircase(
 
 
 def run_staircase_command(args) -> int:
-    """``ctxlab staircase``: train, print the table, save the figure (and the JSON)."""
+    """``ctxlab staircase``: train, print the table, save the figure (and the JSON).
+
+    Bad outputs or devices fail before training; diverged models are reported (and the command
+    fails) after the outputs are saved, so the other runs' numbers are kept."""
     from ctxlab.plots import staircase_figure
 
-    if args.seeds < 1:
-        raise ValueError("--seeds must be at least 1")
-    if args.steps is not None and args.steps < 1:
-        raise ValueError("--steps must be positive")
+    figure_path = Path(args.out) / "staircase.png"
+    check_before_training(args.device, figure_path, args.json)
     result = staircase(
         gammas=args.gammas,
         seeds=list(range(args.seeds)),
@@ -144,22 +148,101 @@ def run_staircase_command(args) -> int:
         device=args.device,
         profile=args.profile,
         progress=not args.no_progress,
+        on_divergence="record",
     )
     print(result.table())
     print(f"trained {len(result.gammas)} models in {result.seconds:.1f} s")
-    save_outputs(staircase_figure(result), Path(args.out) / "staircase.png", result.to_json(), args.json)
-    return 0
+    numbers = result.to_json()
+    for run, step in zip(numbers["runs"], result.trajectory.diverged_at.tolist()):
+        run["diverged_at_step"] = None if step < 0 else step
+    save_outputs(staircase_figure(result), figure_path, numbers, args.json)
+    return report_divergence("staircase", result.trajectory, "--lr")
+
+
+def check_before_training(device, figure_path: Path, json_path: str | None) -> None:
+    """What a command checks before a long run: the device exists, and the figure and JSON can be
+    written (their folders are created now). Raises ValueError naming the option."""
+    from ctxlab.env import device as pick_device
+
+    try:
+        pick_device(device)
+    except (ValueError, RuntimeError) as err:
+        raise ValueError(f"--device: {err}") from None
+    _check_writable(figure_path, "--out")
+    if json_path is not None:
+        if Path(json_path).resolve() == figure_path.resolve():
+            raise ValueError(f"--json {json_path} would overwrite the figure; choose another file")
+        _check_writable(Path(json_path), "--json")
+
+
+def _check_writable(path: Path, option: str) -> None:
+    if path.is_dir():
+        raise ValueError(f"{option}: {path} is a folder; the command writes a file there")
+    folder = path.parent
+    for above in (folder, *folder.parents):
+        if above.exists():
+            if not above.is_dir():
+                raise ValueError(f"{option}: {above} is a file, not a folder")
+            break
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ValueError(f"{option}: cannot create the folder {folder} ({err.strerror or err})") from None
+    if not os.access(folder, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise ValueError(f"{option}: no permission to write {path}")
+
+
+def report_divergence(command: str, traj: Trajectory, knob: str) -> int:
+    """Exit status of a training command: 0, or 1 with one line naming every diverged model."""
+    from ctxlab.train import describe_divergence
+
+    if not bool((traj.diverged_at >= 0).any()):
+        return 0
+    n = int((traj.diverged_at >= 0).sum())
+    print(f"ctxlab {command}: error: {n} of {traj.n_models} models diverged (NaN, infinite or exploding loss; "
+          f"frozen there, later losses NaN, null in the JSON): "
+          f"{describe_divergence(traj.gammas, traj.seeds, traj.diverged_at)}; try a smaller {knob}", file=sys.stderr)
+    return 1
+
+
+def strict_json(numbers):
+    """``numbers`` with every NaN or infinite float replaced by None (JSON has no NaN), and the
+    places where that happened (a list counted once, with how many of its values)."""
+    replaced: list[str] = []
+
+    def clean(value, where: str):
+        if isinstance(value, float) and not math.isfinite(value):
+            replaced.append(where)
+            return None
+        if isinstance(value, dict):
+            return {k: clean(v, f"{where}.{k}" if where else str(k)) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            before = len(replaced)
+            out = [clean(v, f"{where}[{i}]") for i, v in enumerate(value)]
+            flat = all(not isinstance(v, (dict, list, tuple)) for v in value)
+            if flat and len(replaced) > before + 1:
+                del replaced[before:]
+                replaced.append(f"{where} ({sum(v is None for v in out)} values)")
+            return out
+        return value
+
+    return clean(numbers, ""), replaced
 
 
 def save_outputs(figure, figure_path: Path, numbers: dict, json_path: str | None) -> None:
-    """Write a command's figure (PNG) and, when asked, its numbers (JSON); say where."""
+    """Write a command's figure (PNG) and, when asked, its numbers (strict JSON: NaN and infinities
+    become null, listed under ``non_finite`` with the reason); say where."""
     figure_path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(figure_path, dpi=120)
     print(f"figure: {figure_path}")
     if json_path:
         path = Path(json_path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(numbers, indent=1))
+        numbers, replaced = strict_json(numbers)
+        if replaced:
+            numbers["non_finite"] = {"reason": "NaN or infinite values (a diverged run) are written as null",
+                                     "where": replaced}
+        path.write_text(json.dumps(numbers, indent=1, allow_nan=False))
         print(f"numbers: {path}")
 
 
@@ -255,6 +338,29 @@ def recorded_lm_run(name: str = "lm_full_h200") -> LMResult:
     return LMResult.from_json(json.loads(path.read_text()))
 
 
+def lm_settings(profile: str | None, overrides: dict) -> dict:
+    """The profile's GPT settings with ``overrides`` (None: keep the profile's), checked."""
+    from ctxlab.validate import integer, number
+
+    cfg = dict(LM_PROFILES[profile or current_profile()])
+    unknown = set(overrides) - set(cfg)
+    if unknown:
+        raise ValueError(f"unknown settings {sorted(unknown)}; choose from {sorted(cfg)}")
+    if overrides.get("vocab_size") is not None and overrides.get("tokenizer", cfg["tokenizer"]) != "bpe":
+        raise ValueError("vocab_size sets the size of a BPE vocabulary; use it with tokenizer 'bpe'")
+    cfg.update({k: v for k, v in overrides.items() if v is not None})
+    for name in ("context", "d", "n_layers", "n_heads", "steps", "batch_size", "record_every"):
+        integer(cfg[name], name, minimum=1)
+    number(cfg["lr"], "lr", positive=True)
+    if cfg["d"] % cfg["n_heads"]:
+        raise ValueError(f"the width d = {cfg['d']} must be divisible by the number of heads ({cfg['n_heads']})")
+    if cfg["tokenizer"] not in ("char", "bpe"):
+        raise ValueError(f"unknown tokenizer {cfg['tokenizer']!r}; choose 'char' or 'bpe'")
+    if cfg["tokenizer"] == "bpe" and integer(cfg["vocab_size"] or 512, "vocab_size") < 260:
+        raise ValueError("a byte-level BPE needs vocab_size >= 260 (256 bytes + merges)")
+    return cfg
+
+
 def language_model(
     gammas=(1.0,),
     seeds=(0,),
@@ -263,6 +369,7 @@ def language_model(
     device=None,
     progress: bool | None = None,
     prompt: str = "\n",
+    on_divergence: str = "raise",
     **overrides,
 ) -> LMResult:
     """Train TinyGPT on a shipped text for every (gamma, seed), measuring it against n-gram models."""
@@ -275,11 +382,7 @@ def language_model(
         trigram_increment,
     )
 
-    cfg = dict(LM_PROFILES[profile or current_profile()])
-    unknown = set(overrides) - set(cfg)
-    if unknown:
-        raise ValueError(f"unknown settings {sorted(unknown)}; choose from {sorted(cfg)}")
-    cfg.update({k: v for k, v in overrides.items() if v is not None})
+    cfg = lm_settings(profile, overrides)
     text = load_text(source).text
     tok = tokenizer(cfg["tokenizer"], text, vocab_size=cfg["vocab_size"] or 512)
     V = tok.vocab_size
@@ -294,7 +397,7 @@ def language_model(
     start = time.perf_counter()
     traj = train_lm(model, train_tokens, cfg["steps"], eval_tokens=held_out, yardsticks=yardsticks,
                     batch_size=cfg["batch_size"], lr=cfg["lr"], record_every=cfg["record_every"], device=device,
-                    progress=progress, prompt=tok.encode(prompt), sample_at=sample_at)
+                    progress=progress, prompt=tok.encode(prompt), sample_at=sample_at, on_divergence=on_divergence)
     seconds = time.perf_counter() - start
     signatures = {"bigram": bigram_signature(train_tokens, V), "trigram": trigram_increment(train_tokens, V)}
     alignment = align_trajectory(traj, signatures, "cka", relative_to_init=True)
@@ -306,11 +409,19 @@ def language_model(
 
 def run_lm_command(args) -> int:
     """``ctxlab lm``: train the GPT (data-parallel under torchrun), save the figure and the JSON."""
-    import os
-
+    from ctxlab.corpus import SOURCES
     from ctxlab.plots import lm_figure
 
+    settings = dict(steps=args.steps, d=args.width, n_layers=args.layers, n_heads=args.heads, context=args.context,
+                    tokenizer=args.tokenizer, vocab_size=args.vocab_size, batch_size=args.batch_size, lr=args.lr)
+    cfg = lm_settings(args.profile, settings)
+    if args.source not in SOURCES:
+        raise ValueError(f"unknown --source {args.source!r}; choose one of {SOURCES}")
     world = int(os.environ.get("WORLD_SIZE", "1"))
+    if cfg["batch_size"] % world:
+        raise ValueError(f"--batch-size {cfg['batch_size']} must be divisible by the number of processes ({world})")
+    figure_path = Path(args.out) / "lm.png"
+    check_before_training(args.device, figure_path, args.json)
     if world > 1:
         import torch.distributed as dist
 
@@ -322,8 +433,7 @@ def run_lm_command(args) -> int:
         result = language_model(
             gammas=args.gammas, seeds=list(range(args.seeds)), source=args.source, profile=args.profile,
             device=args.device, progress=not args.no_progress and int(os.environ.get("RANK", "0")) == 0,
-            steps=args.steps, d=args.width, n_layers=args.layers, n_heads=args.heads, context=args.context,
-            tokenizer=args.tokenizer, vocab_size=args.vocab_size, batch_size=args.batch_size, lr=args.lr,
+            on_divergence="record", **settings,
         )
     finally:
         if world > 1:
@@ -337,8 +447,10 @@ def run_lm_command(args) -> int:
         print(f"{g:>5g} {s:>4d} {cells} {float(result.trajectory.loss[k, -1]):>14.4f}")
     print("held-out n-gram entropies: " + ", ".join(f"{n} {h:.3f}" for n, h in result.entropies.items()))
     print(f"{result.tokens_per_second:,.0f} tokens/s over {result.seconds:.1f} s")
-    save_outputs(lm_figure(result), Path(args.out) / "lm.png", result.to_json(), args.json)
-    return 0
+    numbers = result.to_json()
+    numbers["diverged_at_step"] = [None if step < 0 else step for step in result.trajectory.diverged_at.tolist()]
+    save_outputs(lm_figure(result), figure_path, numbers, args.json)
+    return report_divergence("lm", result.trajectory, "--lr")
 
 
 # --- lesson 08: a gamma x learning-rate phase map -------------------------------------------------

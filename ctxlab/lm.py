@@ -25,6 +25,7 @@ from ctxlab.train import (
     Trajectory,
     _per_model,
     _record_steps,
+    blank_after_divergence,
     check_training_settings,
     progress_bar,
 )
@@ -259,8 +260,11 @@ def train_lm(
                 _average_gradients(params, world)
             opt.step()
             bar.update()
+    recorded = sorted(wanted)
+    for name in ["loss", *(f"kl_{name}" for name in yardsticks)]:  # no honest value after a divergence
+        recorder.buffers[name] = blank_after_divergence(recorder.buffers[name], recorded, watch.diverged_at)
     return Trajectory(
-        steps=torch.tensor(sorted(wanted)),
+        steps=torch.tensor(recorded),
         loss=recorder.buffers.pop("loss"),
         embeddings=recorder.buffers.pop("embedding"),
         extras=recorder.buffers | ({"samples": torch.stack(samples, 1)} if samples else {}),

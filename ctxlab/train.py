@@ -36,7 +36,8 @@ class Trajectory:
     steps: [T] recorded steps (0 = initialization); loss: [K, T] loss on the whole dataset;
     embeddings: [K, T, V, d]; extras: name -> [K, T, ...] from the probes.
     diverged_at: [K] first step where the model's loss was NaN, infinite or exploding (-1: never);
-    a diverged model was frozen there, so its later records repeat that state.
+    a diverged model was frozen there: its loss is NaN at later recorded steps (it has no honest
+    value), its embedding stays at the frozen state.
     """
 
     steps: Tensor
@@ -190,6 +191,13 @@ def _record_steps(steps: int, record_every: int | None, record_steps) -> list[in
     return sorted(set(range(0, steps + 1, every)) | {steps})
 
 
+def blank_after_divergence(values: Tensor, steps: Sequence[int], diverged_at: Tensor) -> Tensor:
+    """NaN in the records [K, T, ...] of each diverged model after the step where it diverged."""
+    after = torch.as_tensor(list(steps))[None, :] > diverged_at[:, None]
+    after &= (diverged_at >= 0)[:, None]
+    return values.masked_fill(after.reshape(*after.shape, *[1] * (values.ndim - 2)), float("nan"))
+
+
 class TrainingDiverged(RuntimeError):
     """Training met a NaN, infinite or exploding loss (``on_divergence="raise"``)."""
 
@@ -339,7 +347,7 @@ def train(
             bar.update()
     return Trajectory(
         steps=torch.tensor(wanted),
-        loss=recorder.buffers.pop("loss"),
+        loss=blank_after_divergence(recorder.buffers.pop("loss"), wanted, watch.diverged_at),
         embeddings=recorder.buffers.pop("embedding"),
         extras=recorder.buffers,
         gammas=list(model.gammas),
