@@ -145,7 +145,11 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    top = parser()
+    args, unknown = top.parse_known_args(argv)
+    if unknown:  # name the subcommand, as its own errors do
+        top.exit(2, f"ctxlab {args.command}: error: unrecognized arguments: {' '.join(unknown)} "
+                    f"(see ctxlab {args.command} --help)\n")
     try:
         return int(args.func(args) or 0)
     except (ValueError, RuntimeError, OSError, ImportError) as err:

@@ -186,10 +186,13 @@ def _check_writable(path: Path, option: str) -> None:
             break
     try:
         folder.mkdir(parents=True, exist_ok=True)
+        existed = path.exists()
+        with open(path, "a"):  # the one test every platform and permission model agrees on
+            pass
+        if not existed:
+            path.unlink()
     except OSError as err:
-        raise ValueError(f"{option}: cannot create the folder {folder} ({err.strerror or err})") from None
-    if not os.access(folder, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
-        raise ValueError(f"{option}: no permission to write {path}")
+        raise ValueError(f"{option}: cannot write {path} ({err.strerror or err})") from None
 
 
 def report_divergence(command: str, traj: Trajectory, knob: str) -> int:
