@@ -15,7 +15,7 @@ import torch
 from torch import Tensor, nn
 
 from ctxlab.env import device as pick_device
-from ctxlab.models import Ensemble, _one_hot_embed
+from ctxlab.models import Ensemble, _check_sizes, _one_hot_embed
 from ctxlab.signatures import ngram_tables
 from ctxlab.train import (
     OPTIMIZERS,
@@ -29,7 +29,7 @@ from ctxlab.train import (
     check_training_settings,
     progress_bar,
 )
-from ctxlab.validate import integer, token_ids
+from ctxlab.validate import integer, number, token_ids
 
 
 class TinyGPT(Ensemble):
@@ -43,8 +43,9 @@ class TinyGPT(Ensemble):
     def __init__(self, vocab_size: int, context: int, d: int = 64, n_layers: int = 2, n_heads: int = 2,
                  gamma=1.0, seed=0, layernorm: bool = False, tie_embeddings: bool = False) -> None:
         super().__init__(gamma, seed)
-        if min(vocab_size, context, d, n_layers, n_heads) < 1 or d % n_heads:
-            raise ValueError("sizes must be positive and d divisible by n_heads")
+        _check_sizes(vocab_size=vocab_size, context=context, d=d, n_layers=n_layers, n_heads=n_heads)
+        if d % n_heads:
+            raise ValueError(f"d = {d} must be divisible by n_heads = {n_heads}")
         self.vocab_size, self.seq_len, self.n_labels = vocab_size, context, vocab_size
         self.d, self.n_heads, self.layernorm, self.tie_embeddings = d, n_heads, layernorm, tie_embeddings
         self.embedding = self._weight(vocab_size, d, fan_in=d)
@@ -64,6 +65,7 @@ class TinyGPT(Ensemble):
         return nn.functional.layer_norm(h, (self.d,)) if self.layernorm else h
 
     def forward(self, x: Tensor) -> Tensor:
+        token_ids(x, "tokens")
         if x.ndim != 2 or not 1 <= x.shape[1] <= self.seq_len:
             raise ValueError(f"tokens must be [N, T] with 1 <= T <= {self.seq_len}, got {tuple(x.shape)}")
         if int(x.min()) < 0 or int(x.max()) >= self.vocab_size:
@@ -89,8 +91,8 @@ class NGramPredictor:
     P(next | previous n-1 tokens), as a dense table."""
 
     def __init__(self, tokens: Tensor, vocab_size: int, n: int, alpha: float = 0.1) -> None:
-        if n < 1 or alpha <= 0:
-            raise ValueError("need n >= 1 and alpha > 0")
+        integer(n, "n", minimum=1)
+        number(alpha, "alpha", positive=True)
         self.vocab_size, self.n = vocab_size, n
         self.probs = ngram_tables(tokens, vocab_size, n, alpha)[-1].float()  # [V^(n-1), V]
 
@@ -279,8 +281,10 @@ def train_lm(
 @torch.no_grad()
 def generate(model: TinyGPT, prompt: Tensor, n_new: int, seed: int = 0, temperature: float = 1.0) -> Tensor:
     """Sample ``n_new`` tokens after ``prompt`` [P] from every model of the ensemble: [K, P + n_new]."""
-    if temperature <= 0:
-        raise ValueError("temperature must be positive")
+    number(temperature, "temperature", positive=True)
+    integer(n_new, "n_new", minimum=0)
+    if token_ids(prompt, "prompt").ndim != 1:
+        raise ValueError(f"prompt must be a 1-d tensor of token ids, got shape {tuple(prompt.shape)}")
     g = torch.Generator().manual_seed(seed)
     dev = model.embedding.device
     out = prompt.to(dev)[None].expand(model.n_models, -1).clone()
