@@ -191,9 +191,14 @@ def test_bad_input_is_a_clear_value_error(call, named):
     assert named in str(caught.value), f"the message should name {named!r}: {caught.value}"
 
 
-def test_diverged_models_align_as_nan_not_as_numbers():
+def test_a_diverged_model_is_frozen_and_reads_nan_after_it_diverged():
     traj = train(model(gamma=[1.0, 1.0], seed=[0, 1]), DATA, 30, lr=[1.0, 1e6], progress=False,
                  on_divergence="record")
-    assert traj.diverged_at.tolist()[0] == -1 and traj.diverged_at.tolist()[1] >= 0
+    stable, blown = traj.diverged_at.tolist()
+    assert stable == -1 and 0 <= blown < 30
+    after = traj.steps > blown
     scores = align.align_trajectory(traj, [S], "cka", relative_to_init=True)[S.name]
-    assert bool(torch.isfinite(scores[0, 1:]).all()) and bool(scores[1].isnan().all())
+    assert bool(torch.isfinite(scores[0, 1:]).all()) and bool(torch.isfinite(traj.loss[0]).all())
+    assert bool(scores[1, after].isnan().all()) and bool(traj.loss[1, after].isnan().all())
+    assert bool(torch.isfinite(traj.embeddings[1]).all())  # frozen before its numbers overflowed
+    assert bool((traj.embeddings[1, after] == traj.embeddings[1, -1]).all())  # and it stays frozen
