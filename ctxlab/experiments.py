@@ -190,7 +190,7 @@ def _check_writable(path: Path, option: str) -> None:
         with open(path, "a"):  # the one test every platform and permission model agrees on
             pass
         if not existed:
-            path.unlink()
+            path.unlink(missing_ok=True)  # torchrun: every process runs this check
     except OSError as err:
         raise ValueError(f"{option}: cannot write {path} ({err.strerror or err})") from None
 
