@@ -172,7 +172,8 @@ def predicted_switch_on(singular_values: Tensor, amplitude: Tensor, level: float
 def fit_growth_rate(steps: Tensor, strengths: Tensor, start: float, stop: float) -> Tensor:
     """Least-squares slope of ln|a(t)| over recorded steps in [start, stop]: strengths [..., T] -> [...]."""
     t = torch.as_tensor(steps, dtype=torch.float64)
-    number(start, "start"), number(stop, "stop")
+    number(start, "start")
+    number(stop, "stop")
     inside = (t >= start) & (t <= stop)
     if int(inside.sum()) < 2:
         raise ValueError(f"need at least two recorded steps in [{start}, {stop}]")

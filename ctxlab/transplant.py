@@ -102,7 +102,9 @@ def loss_by_condition(traj: Trajectory, names: Sequence[str]) -> dict[str, tuple
 def random_embedding(vocab_size: int, d: int, gamma: float, seed: int) -> Tensor:
     """A [V, d] table with entries N(0, d^(-2 gamma)): the models' own embedding init at exponent gamma."""
     number(gamma, "gamma", positive=True)
-    integer(vocab_size, "vocab_size", minimum=1), integer(d, "d", minimum=1), integer(seed, "seed")
+    integer(vocab_size, "vocab_size", minimum=1)
+    integer(d, "d", minimum=1)
+    integer(seed, "seed")
     g = torch.Generator().manual_seed(seed)
     return torch.randn(vocab_size, d, generator=g) * d ** (-gamma)
 
