@@ -278,12 +278,13 @@ class LMResult:
 
     def kl_minimum_steps(self) -> dict[str, list[int]]:
         """Per n-gram order, the step where each model is closest to that n-gram predictor."""
-        steps = self.trajectory.steps
-        return {name: steps[self.trajectory.extras[f"kl_{name}"].argmin(-1)].tolist() for name in NGRAM_ORDERS}
+        steps = self.trajectory.steps  # NaN (after a divergence) never counts as the closest
+        return {name: steps[self.trajectory.extras[f"kl_{name}"].nan_to_num(nan=torch.inf).argmin(-1)].tolist()
+                for name in NGRAM_ORDERS}
 
     def alignment_peak_steps(self) -> dict[str, list[int]]:
         steps = self.trajectory.steps
-        return {name: steps[curve.argmax(-1)].tolist() for name, curve in self.alignment.items()}
+        return {name: steps[curve.nan_to_num(nan=-torch.inf).argmax(-1)].tolist() for name, curve in self.alignment.items()}
 
     def to_json(self) -> dict:
         traj = self.trajectory
