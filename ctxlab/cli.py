@@ -1,12 +1,16 @@
 """The ``ctxlab`` command: headless experiments and the course tools.
 
-    ctxlab staircase [--gammas ...] [--seeds N] [--steps N] [--device D] [--out DIR] [--json PATH]
+    ctxlab staircase [--gammas ...] [--seeds N] [--steps N] [--lr X] [--optimizer gd|adam] [--device D]
+                     [--out DIR] [--json PATH]
     ctxlab lm [--gammas ...] [--steps N] [--tokenizer char|bpe] [--device D] [--out DIR] [--json PATH]
     torchrun --nproc-per-node 2 -m ctxlab.cli lm ...      (data-parallel)
     ctxlab build [--check] [--force] [NAMES ...]
     ctxlab grade NOTEBOOK
     ctxlab doctor
     ctxlab dashboard [--port N] [--open]
+
+Exit status: 0 done; 1 a model diverged (outputs written, the models named on stderr); 2 a bad
+option, device or output path, found before any training (one line ``ctxlab CMD: error: ...``).
 """
 
 from __future__ import annotations
