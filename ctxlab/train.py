@@ -23,7 +23,7 @@ from ctxlab.validate import integer, number
 OPTIMIZERS = ("gd", "sgd", "momentum", "adam")
 ON_DIVERGENCE = ("raise", "record")
 # A loss above this many times max(its step-0 value, 1 nat) has exploded. Runs that recover stay far
-# below it (the quick phase map: at most 2.1x; the cells that blow up pass 1000x within 20 steps).
+# below it (the quick phase map: at most 2.1x its start; the cells that blow up reach over 1000x).
 EXPLOSION_FACTOR = 10.0
 
 Probe = Callable[[Ensemble], Tensor]
