@@ -24,6 +24,7 @@ import torch
 from torch import Tensor
 
 from ctxlab.signatures import Signature
+from ctxlab.validate import finite, integer, number, token_ids
 
 
 def _matrix(S) -> Tensor:
@@ -31,8 +32,8 @@ def _matrix(S) -> Tensor:
 
 
 def _prepare(E: Tensor, S, tokens) -> tuple[Tensor, Tensor]:
-    E = torch.as_tensor(E).to(torch.float64)
-    S = _matrix(S).to(torch.float64)
+    E = finite(E, "E (embeddings)").to(torch.float64)
+    S = finite(_matrix(S), "S (signature)").to(torch.float64)
     if E.ndim < 2 or S.ndim != 2:
         raise ValueError(f"expected E [..., V, d] and S [V, m], got {tuple(E.shape)} and {tuple(S.shape)}")
     if E.shape[-2] != S.shape[0]:
@@ -40,11 +41,19 @@ def _prepare(E: Tensor, S, tokens) -> tuple[Tensor, Tensor]:
             f"E has {E.shape[-2]} token rows but the signature has {S.shape[0]}: they must describe the same vocabulary"
         )
     if tokens is not None:
-        idx = torch.as_tensor(tokens, dtype=torch.long)
+        idx = _token_index(tokens, S.shape[0])
         E, S = E[..., idx, :], S[idx]
     if E.shape[-2] < 3:
         raise ValueError("alignment needs at least 3 tokens")
     return E - E.mean(-2, keepdim=True), S - S.mean(0, keepdim=True)
+
+
+def _token_index(tokens, n_tokens: int) -> Tensor:
+    """``tokens`` as a long index into n_tokens rows: integer ids in range (no silent truncation)."""
+    idx = token_ids(tokens, "tokens").long()
+    if idx.numel() and (int(idx.min()) < 0 or int(idx.max()) >= n_tokens):
+        raise ValueError(f"tokens must lie in [0, {n_tokens})")
+    return idx
 
 
 def _gram(M: Tensor) -> Tensor:
@@ -82,9 +91,9 @@ def rsa(E, S, tokens=None) -> Tensor:
     """Spearman correlation between the off-diagonal cosine similarities of E and of S (raw rows)."""
     E = torch.as_tensor(E).to(torch.float64)
     S = _matrix(S).to(torch.float64)
-    _prepare(E, S, tokens)  # validates shapes
+    _prepare(E, S, tokens)  # validates shapes and values
     if tokens is not None:
-        idx = torch.as_tensor(tokens, dtype=torch.long)
+        idx = _token_index(tokens, S.shape[0])
         E, S = E[..., idx, :], S[idx]
     V = S.shape[0]
     upper = torch.triu_indices(V, V, offset=1)
@@ -97,6 +106,7 @@ def rsa(E, S, tokens=None) -> Tensor:
 
 def signature_rank(S, tol: float = 1e-6) -> int:
     """Rank of the token-centred signature: the dimension of the token-space span it defines."""
+    number(tol, "tol", minimum=0)
     _, Sc = _prepare(torch.zeros(_matrix(S).shape[0], 1), S, None)
     sv = torch.linalg.svdvals(Sc)
     return int((sv > tol * sv.max().clamp_min(1e-300)).sum())
@@ -107,6 +117,7 @@ def subspace_fraction(E, S, tokens=None, tol: float = 1e-6) -> Tensor:
 
     A random E scores rank(S) / (V - 1) on average.
     """
+    number(tol, "tol", minimum=0)
     E, S = _prepare(E, S, tokens)
     U, sv, _ = torch.linalg.svd(S, full_matrices=False)
     U = U[:, sv > tol * sv.max().clamp_min(1e-300)]
@@ -145,6 +156,7 @@ def ridge_r2(E, S, tokens=None, alpha: float = 1e-3) -> Tensor:
 
     alpha is relative to the mean eigenvalue of S S^T, so it does not depend on the scale of S.
     """
+    number(alpha, "alpha", positive=True)
     E, S = _prepare(E, S, tokens)
     K = _gram(S)
     V = K.shape[0]
@@ -172,9 +184,10 @@ def metric(name: str) -> Callable[..., Tensor]:
 def permutation_baseline(name: str, E, S, n: int = 200, seed: int = 0, tokens=None) -> Tensor:
     """Scores of E against ``n`` row-shuffled copies of S: [n, ...]. Beat its upper quantiles."""
     fn = metric(name)
+    integer(n, "n (number of shuffles)", minimum=1)
     S = _matrix(S)
     if tokens is not None:
-        idx = torch.as_tensor(tokens, dtype=torch.long)
+        idx = _token_index(tokens, S.shape[0])
         E, S = torch.as_tensor(E)[..., idx, :], S[idx]
     g = torch.Generator().manual_seed(seed)
     return torch.stack([fn(E, S[torch.randperm(S.shape[0], generator=g)]) for _ in range(n)])
@@ -185,13 +198,28 @@ def align_trajectory(traj, signatures, metric_name: str = "cka", tokens=None, re
 
     ``signatures`` is a list of Signature (keyed by ``.name``) or a dict name -> matrix.
     ``relative_to_init`` scores E(t) - E(0), which matters at standard init where E(0) is large.
+    A model that diverged (``traj.diverged_at``) or holds non-finite embeddings scores NaN from
+    the step where it diverged: its embedding there is no honest reading.
     """
+    from ctxlab.train import blank_after_divergence
+
     fn = metric(metric_name)
     items = signatures.items() if isinstance(signatures, dict) else [(s.name, s) for s in signatures]
     E = traj.embeddings
     if relative_to_init:
         E = E - E[:, :1]
-    return {name: fn(E, S, tokens=tokens) for name, S in items}
+    usable = torch.isfinite(E).flatten(1).all(1)
+    out = {}
+    for name, S in items:
+        if bool(usable.all()):
+            score = fn(E, S, tokens=tokens)
+        else:
+            score = torch.full(E.shape[:2], float("nan"), dtype=torch.float64)
+            if bool(usable.any()):
+                score[usable] = fn(E[usable], S, tokens=tokens)
+        diverged_at = getattr(traj, "diverged_at", None)
+        out[name] = score if diverged_at is None else blank_after_divergence(score, traj.steps.tolist(), diverged_at)
+    return out
 
 
 def role_norms(traj, roles: Sequence[str]) -> dict[str, Tensor]:
@@ -212,7 +240,7 @@ def pca_2d(E) -> Tensor:
     Each axis is signed so that its largest-magnitude coordinate is positive, so two runs that
     differ only by a sign flip draw the same picture.
     """
-    E = torch.as_tensor(E).to(torch.float64)
+    E = finite(E, "E (embeddings)").to(torch.float64)
     if E.ndim < 2 or E.shape[-2] < 2 or E.shape[-1] < 2:
         raise ValueError(f"pca_2d needs E [..., V, d] with V >= 2 and d >= 2, got {tuple(E.shape)}")
     U, sv, _ = torch.linalg.svd(E - E.mean(-2, keepdim=True), full_matrices=False)
@@ -237,8 +265,9 @@ def noise_sweep(S, noise: Sequence[float], seeds: Sequence[int], d: int = 32, n_
     Signal and noise are each scaled to unit Frobenius norm after centring, so sigma is the
     noise-to-signal ratio whatever the scale of S.
     """
-    if d < 1 or n_shuffles < 1 or not seeds or not noise:
+    if integer(d, "d") < 1 or integer(n_shuffles, "n_shuffles") < 1 or not seeds or not noise:
         raise ValueError("noise_sweep needs d >= 1, n_shuffles >= 1 and at least one seed and noise level")
+    finite(list(noise), "noise", nonnegative=True)
     Sm = _matrix(S).to(torch.float64)
     Sc = Sm - Sm.mean(0, keepdim=True)
     embeddings = []
@@ -267,7 +296,7 @@ def _unit_cosines(M: Tensor) -> Tensor:
 
 def nearest(M: Tensor, row: int, k: int = 5) -> list[int]:
     """The ``k`` rows of M [V, m] with the highest cosine similarity to row ``row`` (itself excluded)."""
-    if not 0 <= row < M.shape[0] or k < 1:
+    if not 0 <= integer(row, "row") < M.shape[0] or integer(k, "k") < 1:
         raise ValueError(f"row must lie in [0, {M.shape[0]}) and k >= 1")
     return _unit_cosines(M)[row].topk(min(k, M.shape[0] - 1)).indices.tolist()
 
@@ -279,7 +308,7 @@ def neighbour_overlap(A: Tensor, B: Tensor, k: int = 10) -> Tensor:
     A token never counts as its own neighbour, and the order within the top k does not matter.
     Chance level: :func:`overlap_chance`.
     """
-    if A.ndim < 2 or B.ndim < 2 or A.shape[-2] != B.shape[-2] or not 1 <= k < A.shape[-2]:
+    if A.ndim < 2 or B.ndim < 2 or A.shape[-2] != B.shape[-2] or not 1 <= integer(k, "k") < A.shape[-2]:
         raise ValueError(f"A and B need the same number of rows (> k), got {tuple(A.shape)}, {tuple(B.shape)}, k={k}")
     a, b = _unit_cosines(A).topk(k, dim=-1).indices, _unit_cosines(B).topk(k, dim=-1).indices
     return (a[..., :, None] == b[..., None, :]).any(-1).to(torch.float64).mean(-1)
@@ -287,7 +316,7 @@ def neighbour_overlap(A: Tensor, B: Tensor, k: int = 10) -> Tensor:
 
 def overlap_chance(n_tokens: int, k: int) -> float:
     """Expected :func:`neighbour_overlap` of two unrelated geometries: k random picks of n_tokens - 1."""
-    if not 1 <= k < n_tokens:
+    if not 1 <= integer(k, "k") < integer(n_tokens, "n_tokens"):
         raise ValueError(f"need 1 <= k < n_tokens, got k={k}, n_tokens={n_tokens}")
     return k / (n_tokens - 1)
 
@@ -306,7 +335,7 @@ def overlap_trajectory(traj, S, k: int = 5, tokens=None, relative_to_init: bool 
     if relative_to_init:
         E = E - E[:, :1]
     if tokens is not None:
-        idx = torch.as_tensor(tokens, dtype=torch.long)
+        idx = _token_index(tokens, S.shape[0])
         E, S = E[..., idx, :], S[idx]
     out = neighbour_overlap(E, S, k).mean(-1)
     if relative_to_init:
@@ -323,6 +352,7 @@ def signature_classes(*signatures, tol: float = 1e-6) -> Tensor:
     """
     if not signatures:
         raise ValueError("give at least one signature")
+    number(tol, "tol", minimum=0)
     mats = [_matrix(S).to(torch.float64) for S in signatures]
     if any(m.ndim != 2 or m.shape[0] != mats[0].shape[0] for m in mats):
         raise ValueError("signatures must be [V, m] matrices over the same tokens")
@@ -344,12 +374,12 @@ def class_cosines(E, classes, tokens=None) -> tuple[Tensor, Tensor]:
 
     ``tokens`` restricts both to a subset (e.g. one role), so "between" compares like with like.
     """
-    E = torch.as_tensor(E).to(torch.float64)
-    classes = torch.as_tensor(classes, dtype=torch.long)
+    E = finite(E, "E (embeddings)").to(torch.float64)
+    classes = token_ids(classes, "classes").long()
     if E.ndim < 2 or classes.shape != (E.shape[-2],):
         raise ValueError(f"expected E [..., V, d] and classes [V], got {tuple(E.shape)} and {tuple(classes.shape)}")
     if tokens is not None:
-        idx = torch.as_tensor(tokens, dtype=torch.long)
+        idx = _token_index(tokens, len(classes))
         E, classes = E[..., idx, :], classes[idx]
     same = classes[:, None] == classes[None, :]
     within_pairs = same & ~torch.eye(len(classes), dtype=torch.bool)

@@ -1,19 +1,55 @@
 """The ``ctxlab`` command: headless experiments and the course tools.
 
-    ctxlab staircase [--gammas ...] [--seeds N] [--steps N] [--values C --block B --mix p1 .. pL]
-                     [--device D] [--out DIR] [--json PATH]
+    ctxlab staircase [--gammas ...] [--seeds N] [--steps N] [--lr X] [--optimizer gd|adam]
+                     [--values C --block B --mix p1 .. pL] [--device D] [--out DIR] [--json PATH]
     ctxlab lm [--gammas ...] [--steps N] [--tokenizer char|bpe] [--device D] [--out DIR] [--json PATH]
     torchrun --nproc-per-node 2 -m ctxlab.cli lm ...      (data-parallel)
     ctxlab build [--check] [--force] [NAMES ...]
     ctxlab grade NOTEBOOK [--cell-timeout S] [--timeout S]
     ctxlab doctor
     ctxlab dashboard [--port N] [--open]
+
+Exit status: 0 done; 1 a model diverged (outputs written, the models named on stderr); 2 a bad
+option, device or output path, found before any training (one line ``ctxlab CMD: error: ...``).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: ``ctxlab CMD: error: ...`` and exit status 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _checked(kind, test, what: str):
+    """An argparse type: ``kind`` (int or float) that passes ``test``, else the message ``what``."""
+
+    def convert(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+        if not test(value):
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
+        return value
+
+    return convert
+
+
+_positive_int = _checked(int, lambda v: v >= 1, "a positive integer")
+_positive_float = _checked(float, lambda v: math.isfinite(v) and v > 0, "a positive finite number")
+
+
+def _path(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path; give a file or folder name")
+    return text
 
 
 def _staircase(args: argparse.Namespace) -> int:
@@ -57,46 +93,47 @@ def _dashboard(args: argparse.Namespace) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="ctxlab", description="The Context Staircase course: experiments and course tools.")
-    sub = p.add_subparsers(dest="command", required=True)
+    p = _Parser(prog="ctxlab", description="The Context Staircase course: experiments and course tools.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     s = sub.add_parser("staircase", help="train Emb-MLP on a hierarchy task over a gamma grid; rungs, figure, JSON")
-    s.add_argument("--gammas", type=float, nargs="+", default=[0.5, 1.0, 1.5], help="init-scale exponents")
-    s.add_argument("--seeds", type=int, default=3, help="seeds per gamma")
-    s.add_argument("--steps", type=int, default=None, help="GD steps (default: from the profile)")
-    s.add_argument("--lr", type=float, default=1.0, help="learning rate of plain gradient descent")
-    s.add_argument("--values", type=int, default=None,
+    s.add_argument("--gammas", type=_positive_float, nargs="+", default=[0.5, 1.0, 1.5], help="init-scale exponents")
+    s.add_argument("--seeds", type=_positive_int, default=3, help="seeds per gamma")
+    s.add_argument("--steps", type=_positive_int, default=None, help="training steps (default: from the profile)")
+    s.add_argument("--lr", type=_positive_float, default=1.0, help="learning rate")
+    s.add_argument("--values", type=_positive_int, default=None,
                    help="attribute values C: labels live in Z_C (default 2: one rung per order)")
-    s.add_argument("--block", type=int, default=None, help="tokens per position, a multiple of C (default 8)")
+    s.add_argument("--block", type=_positive_int, default=None, help="tokens per position, a multiple of C (default 8)")
     s.add_argument("--mix", type=float, nargs="+", default=None,
                    help="probability of each order's rule: L weights give L positions and L + 1 levels "
                         "(default 0.4 0.3 0.3)")
-    s.add_argument("--optimizer", default="gd", help="gd, sgd or adam")
+    s.add_argument("--optimizer", choices=["gd", "adam"], default="gd",
+                   help="gd: full-batch gradient descent (default); adam: a contrast (use a small --lr, e.g. 0.01)")
     s.add_argument("--device", default="auto", help="cpu, cuda, cuda:N, mps or auto")
-    s.add_argument("--out", default="figs", help="folder for the figure")
-    s.add_argument("--json", default=None, help="write the numbers to this JSON file")
+    s.add_argument("--out", type=_path, default="figs", help="folder for the figure")
+    s.add_argument("--json", type=_path, default=None, help="write the numbers to this JSON file")
     s.add_argument("--profile", choices=["quick", "full"], default=None, help="override CTXLAB_PROFILE")
     s.add_argument("--no-progress", action="store_true", help="no progress bar")
     s.set_defaults(func=_staircase)
 
     m = sub.add_parser("lm", help="train a small GPT on real text; KL to n-gram models, alignment; figure + JSON "
                        "(data-parallel under torchrun)")
-    m.add_argument("--gammas", type=float, nargs="+", default=[1.0], help="init-scale exponents")
-    m.add_argument("--seeds", type=int, default=1, help="seeds per gamma")
-    m.add_argument("--steps", type=int, default=None, help="training steps (default: from the profile)")
+    m.add_argument("--gammas", type=_positive_float, nargs="+", default=[1.0], help="init-scale exponents")
+    m.add_argument("--seeds", type=_positive_int, default=1, help="seeds per gamma")
+    m.add_argument("--steps", type=_positive_int, default=None, help="training steps (default: from the profile)")
     m.add_argument("--source", default="shakespeare", help="shakespeare or pydoc (both ship offline)")
     m.add_argument("--tokenizer", choices=["char", "bpe"], default=None, help="default: char (quick), bpe (full)")
-    m.add_argument("--vocab-size", type=int, default=None, help="BPE vocabulary size")
-    m.add_argument("--context", type=int, default=None, help="context length in tokens")
-    m.add_argument("--width", type=int, default=None, help="model width d")
-    m.add_argument("--layers", type=int, default=None, help="transformer blocks")
-    m.add_argument("--heads", type=int, default=None, help="attention heads")
-    m.add_argument("--batch-size", type=int, default=None, help="global batch (split over torchrun processes)")
-    m.add_argument("--lr", type=float, default=None, help="Adam learning rate")
+    m.add_argument("--vocab-size", type=_positive_int, default=None, help="BPE vocabulary size (>= 260)")
+    m.add_argument("--context", type=_positive_int, default=None, help="context length in tokens")
+    m.add_argument("--width", type=_positive_int, default=None, help="model width d (divisible by --heads)")
+    m.add_argument("--layers", type=_positive_int, default=None, help="transformer blocks")
+    m.add_argument("--heads", type=_positive_int, default=None, help="attention heads")
+    m.add_argument("--batch-size", type=_positive_int, default=None, help="global batch (split over torchrun processes)")
+    m.add_argument("--lr", type=_positive_float, default=None, help="Adam learning rate")
     m.add_argument("--device", default="auto", help="cpu, cuda, cuda:N, mps or auto")
     m.add_argument("--profile", choices=["quick", "full"], default=None, help="override CTXLAB_PROFILE")
-    m.add_argument("--out", default="figs", help="folder for the figure")
-    m.add_argument("--json", default=None, help="write the curves to this JSON file")
+    m.add_argument("--out", type=_path, default="figs", help="folder for the figure")
+    m.add_argument("--json", type=_path, default=None, help="write the curves to this JSON file")
     m.add_argument("--no-progress", action="store_true", help="no progress bar")
     m.set_defaults(func=_lm)
 
@@ -132,12 +169,20 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    top = parser()
+    args, unknown = top.parse_known_args(argv)
+    if unknown:  # name the subcommand, as its own errors do
+        top.exit(2, f"ctxlab {args.command}: error: unrecognized arguments: {' '.join(unknown)} "
+                    f"(see ctxlab {args.command} --help)\n")
     try:
         return int(args.func(args) or 0)
-    except (ValueError, RuntimeError, FileNotFoundError, ImportError) as err:  # ImportError: an extra is missing
-        print(f"ctxlab {args.command}: error: {err}", file=sys.stderr)
+    except (ValueError, RuntimeError, OSError, ImportError) as err:  # ImportError: an extra is missing
+        message = " ".join(str(err).split())  # one line, whatever the library wrote
+        print(f"ctxlab {args.command}: error: {message}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"ctxlab {args.command}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -21,10 +21,11 @@ import torch
 from torch import Tensor
 
 from ctxlab.tasks import Dataset, Task
+from ctxlab.validate import finite, token_ids
 
 
 def _check_logits(logits: Tensor, n_rows: int) -> Tensor:
-    logits = torch.as_tensor(logits)
+    logits = finite(logits, "logits")
     if logits.ndim != 3 or logits.shape[1] != n_rows:
         raise ValueError(f"logits must be [K, N, C] with N = {n_rows} rows, got {tuple(logits.shape)}")
     return logits
@@ -72,9 +73,9 @@ def line_up(E: Tensor, tokens, values) -> Tensor:
     values perfectly, whereas a line through embedding space is a real constraint.
     Chance level for random embeddings is 1/(n-1). Returns [...].
     """
-    E = torch.as_tensor(E).to(torch.float64)
-    tokens = torch.as_tensor(tokens, dtype=torch.long)
-    v = torch.as_tensor(values, dtype=torch.float64)
+    E = finite(E, "E (embeddings)").to(torch.float64)
+    tokens = token_ids(tokens, "tokens").long()
+    v = finite(values, "values", dtype=torch.float64)
     if E.ndim < 2:
         raise ValueError(f"E must be [..., V, d], got shape {tuple(E.shape)}")
     if tokens.ndim != 1 or v.shape != tokens.shape or tokens.numel() < 3:

@@ -19,6 +19,7 @@ import torch
 from torch import Tensor
 
 from ctxlab.tasks import Dataset
+from ctxlab.validate import integer, token_ids
 
 SOURCES = ("shakespeare", "pydoc")
 
@@ -46,7 +47,7 @@ def load_text(name: str = "shakespeare", max_chars: int | None = None) -> Corpus
     else:
         raise ValueError(f"unknown text source {name!r}; choose one of {SOURCES}")
     if max_chars is not None:
-        if max_chars < 2:
+        if integer(max_chars, "max_chars") < 2:
             raise ValueError("max_chars must be at least 2")
         text = text[:max_chars]
     return Corpus(name, text, provenance)
@@ -72,7 +73,7 @@ class CharTokenizer:
             raise ValueError(f"character {err.args[0]!r} is not in the tokenizer's vocabulary") from None
 
     def decode(self, ids) -> str:
-        return "".join(self.chars[int(i)] for i in ids)
+        return "".join(self.chars[int(i)] for i in token_ids(ids, "ids").reshape(-1))
 
     def token_names(self) -> tuple[str, ...]:
         return tuple(repr(c)[1:-1] for c in self.chars)
@@ -86,7 +87,7 @@ class BPETokenizer:
             from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
         except ImportError:
             raise ImportError("BPE needs the 'tokenizers' package: pip install 'ctxlab[nlp]'") from None
-        if vocab_size < 260:
+        if integer(vocab_size, "vocab_size") < 260:
             raise ValueError("a byte-level BPE needs vocab_size >= 260 (256 bytes + merges)")
         key = hashlib.sha256(f"{vocab_size}:{text}".encode()).hexdigest()[:16]
         cache = Path(cache_dir or Path.home() / ".cache" / "ctxlab") / f"bpe-{key}.json"
@@ -113,7 +114,7 @@ class BPETokenizer:
         return torch.tensor(ids, dtype=torch.long)
 
     def decode(self, ids) -> str:
-        return self._tok.decode([int(i) for i in ids])
+        return self._tok.decode(token_ids(ids, "ids").reshape(-1).tolist())
 
     def token_names(self) -> tuple[str, ...]:
         return tuple(self._tok.id_to_token(i) for i in range(self.vocab_size))
@@ -144,8 +145,12 @@ def next_token_windows(tokens: Tensor, context: int, vocab_size: int, stride: in
 
     With ``max_windows`` a seeded random subset of the windows is kept (each weighted 1/N).
     """
-    if context < 1 or stride < 1:
-        raise ValueError("context and stride must be positive")
+    integer(context, "context", minimum=1)
+    integer(stride, "stride", minimum=1)
+    if token_ids(tokens, "tokens").ndim != 1:
+        raise ValueError(f"tokens must be a 1-d stream, got shape {tuple(tokens.shape)}")
+    if max_windows is not None:
+        integer(max_windows, "max_windows", minimum=1)
     if len(tokens) <= context:
         raise ValueError(f"need more than {context} tokens for windows of length {context}, got {len(tokens)}")
     starts = torch.arange(0, len(tokens) - context, stride)

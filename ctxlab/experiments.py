@@ -10,6 +10,9 @@ each token role).
 from __future__ import annotations
 
 import json
+import math
+import os
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,7 +23,7 @@ import torch
 from ctxlab.align import align_trajectory, order_shares, role_norms
 from ctxlab.env import profile as current_profile
 from ctxlab.models import ensemble_grid, make_model
-from ctxlab.rungs import Rungs, measure_runs, stair_onsets
+from ctxlab.rungs import Rungs, measure_rungs, measure_runs, stair_onsets
 from ctxlab.signatures import label_signature
 from ctxlab.tasks import Task, hierarchy_task
 from ctxlab.theory import plateau_levels
@@ -51,7 +54,7 @@ class StaircaseResult:
     seeds: list[int]
     trajectory: Trajectory
     levels: list[float]  # predicted losses H_0 .. H_L
-    rungs: list[Rungs]  # [K]: run k read against the levels
+    rungs: list[Rungs | None]  # [K]: run k read against the levels (None: it diverged)
     shares: torch.Tensor  # [K, T, L]: share of ||E - E0||^2 in the directions order k adds
     chance: list[float]  # [L]: the share a random embedding would have
     norms: dict[str, torch.Tensor]  # role -> [K, T]: mean norm of E - E0 over the role's tokens
@@ -72,20 +75,22 @@ class StaircaseResult:
         names = level_names(self.task)
         runs = []
         for k, (g, s) in enumerate(zip(self.gammas, self.seeds)):
-            read = self.rungs[k]
-            runs.append({
-                "gamma": g, "seed": s, "steps": steps,
-                "loss": [round(float(v), 6) for v in self.trajectory.loss[k]],
-                "rungs": [{"order": r.order, "predicted_loss": round(r.level, 6), "dwell_steps": r.dwell,
-                           "onset_step": None if r.onset < 0 else r.onset} for r in read.rungs],
-                "max_rise": round(read.rise, 6), "ends_on": read.ends_on, "final_loss": round(read.final, 6),
-            })
+            read, diverged = self.rungs[k], int(self.trajectory.diverged_at[k])
+            run = {"gamma": g, "seed": s, "steps": steps, "loss": [round(float(v), 6) for v in self.trajectory.loss[k]],
+                   "diverged_at_step": None if diverged < 0 else diverged}
+            if read is not None:
+                run.update({
+                    "rungs": [{"order": r.order, "predicted_loss": round(r.level, 6), "dwell_steps": r.dwell,
+                               "onset_step": None if r.onset < 0 else r.onset} for r in read.rungs],
+                    "max_rise": round(read.rise, 6), "ends_on": read.ends_on, "final_loss": round(read.final, 6),
+                })
+            runs.append(run)
         info = self.task.info
         return {
             "task": {"name": self.task.name, "values": self.task.n_labels, "block": info["block"],
                      "mix": list(info["mix"]), "description": self.task.description},
             "levels": [{"order": k, "name": n, "loss": round(h, 6)} for k, (n, h) in enumerate(zip(names, self.levels))],
-            "tolerance": self.rungs[0].tol if self.rungs else None,
+            "tolerance": next((r.tol for r in self.rungs if r is not None), None),
             "runs": runs, "seconds": round(self.seconds, 2),
         }
 
@@ -98,6 +103,9 @@ class StaircaseResult:
         rows = [head, pred]
         for k, (g, s) in enumerate(zip(self.gammas, self.seeds)):
             read = self.rungs[k]
+            if read is None:
+                rows.append(f"{g:>5g} {s:>4d} diverged at step {int(self.trajectory.diverged_at[k])}")
+                continue
             cells = " ".join(f"{r.dwell:>9d} {r.onset if r.onset >= 0 else '-':>5}" for r in read.rungs)
             end = "-" if read.ends_on is None else f"H{read.ends_on}"
             rows.append(f"{g:>5g} {s:>4d} {cells} {read.rise:>8.4f} {read.final:>7.4f} {end:>7}")
@@ -117,9 +125,13 @@ def staircase(
     block: int = HEADLINE_TASK["block"],
     mix: Sequence[float] = HEADLINE_TASK["mix"],
     tol: float = 0.01,
+    on_divergence: str = "raise",
 ) -> StaircaseResult:
     """Train Emb-MLP (GELU, no biases) on ``hierarchy_task(block, values, mix)`` for every (gamma, seed)
-    in one batch, read every curve rung by rung and follow the embeddings order by order."""
+    in one batch, read every curve rung by rung and follow the embeddings order by order.
+
+    ``on_divergence``: as in :func:`ctxlab.train.train` (``record`` keeps the run going and notes
+    the diverged models in ``trajectory.diverged_at``; their curves are not read: ``rungs[k]`` is None)."""
     sizes = STAIRCASE_PROFILES[profile or current_profile()]
     steps = sizes["steps"] if steps is None else steps
     task = hierarchy_task(block=block, n_values=values, mix=tuple(mix))
@@ -127,25 +139,28 @@ def staircase(
     model = make_model("mlp", task, d=sizes["d"], hidden=sizes["hidden"], gamma=g, seed=s)
     start = time.perf_counter()
     traj = train(model, task.population, steps, optimizer=optimizer, lr=lr,
-                 record_every=sizes["record_every"], device=device, progress=progress, desc="staircase")
+                 record_every=sizes["record_every"], device=device, progress=progress, desc="staircase",
+                 on_divergence=on_divergence)
     seconds = time.perf_counter() - start
     levels = plateau_levels(task.population)
     signatures = [label_signature(task.population, k, "incremental") for k in range(1, task.seq_len + 1)]
     moved = traj.embeddings - traj.embeddings[:, :1]
     shares, chance = order_shares(moved, signatures)
     norms = role_norms(Trajectory(traj.steps, traj.loss, moved), task.roles)
-    return StaircaseResult(task, g, s, traj, levels, measure_runs(traj.steps, traj.loss, levels, tol), shares,
-                           chance, norms, seconds)
+    reads = [None if int(traj.diverged_at[k]) >= 0 else measure_rungs(traj.steps, traj.loss[k], levels, tol)
+             for k in range(traj.n_models)]
+    return StaircaseResult(task, g, s, traj, levels, reads, shares, chance, norms, seconds)
 
 
 def run_staircase_command(args) -> int:
-    """``ctxlab staircase``: train, print the table, save the figure (and the JSON)."""
+    """``ctxlab staircase``: train, print the table, save the figure (and the JSON).
+
+    Bad outputs or devices fail before training; diverged models are reported (and the command
+    fails) after the outputs are saved, so the other runs' numbers are kept."""
     from ctxlab.plots import staircase_figure
 
-    if args.seeds < 1:
-        raise ValueError("--seeds must be at least 1")
-    if args.steps is not None and args.steps < 1:
-        raise ValueError("--steps must be positive")
+    figure_path = Path(args.out) / "staircase.png"
+    check_before_training(args.device, figure_path, args.json)
     chosen = {"values": args.values, "block": args.block, "mix": args.mix}
     task_args = {"n_values": HEADLINE_TASK["n_values"], "block": HEADLINE_TASK["block"], "mix": HEADLINE_TASK["mix"]}
     task_args.update({("n_values" if k == "values" else k): v for k, v in chosen.items() if v is not None})
@@ -162,22 +177,101 @@ def run_staircase_command(args) -> int:
         values=task_args["n_values"],
         block=task_args["block"],
         mix=task_args["mix"],
+        on_divergence="record",
     )
     print(result.table())
     print(f"trained {len(result.gammas)} models in {result.seconds:.1f} s")
-    save_outputs(staircase_figure(result), Path(args.out) / "staircase.png", result.to_json(), args.json)
-    return 0
+    save_outputs(staircase_figure(result), figure_path, result.to_json(), args.json)
+    return report_divergence("staircase", result.trajectory, "--lr")
+
+
+def check_before_training(device, figure_path: Path, json_path: str | None) -> None:
+    """What a command checks before a long run: the device exists, and the figure and JSON can be
+    written (their folders are created now). Raises ValueError naming the option."""
+    from ctxlab.env import device as pick_device
+
+    try:
+        pick_device(device)
+    except (ValueError, RuntimeError) as err:
+        raise ValueError(f"--device: {err}") from None
+    _check_writable(figure_path, "--out")
+    if json_path is not None:
+        if Path(json_path).resolve() == figure_path.resolve():
+            raise ValueError(f"--json {json_path} would overwrite the figure; choose another file")
+        _check_writable(Path(json_path), "--json")
+
+
+def _check_writable(path: Path, option: str) -> None:
+    if path.is_dir():
+        raise ValueError(f"{option}: {path} is a folder; the command writes a file there")
+    folder = path.parent
+    for above in (folder, *folder.parents):
+        if above.exists():
+            if not above.is_dir():
+                raise ValueError(f"{option}: {above} is a file, not a folder")
+            break
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        existed = path.exists()
+        with open(path, "a"):  # the one test every platform and permission model agrees on
+            pass
+        if not existed:
+            path.unlink(missing_ok=True)  # torchrun: every process runs this check
+    except OSError as err:
+        raise ValueError(f"{option}: cannot write {path} ({err.strerror or err})") from None
+
+
+def report_divergence(command: str, traj: Trajectory, knob: str) -> int:
+    """Exit status of a training command: 0, or 1 with one line naming every diverged model."""
+    from ctxlab.train import describe_divergence
+
+    if not bool((traj.diverged_at >= 0).any()):
+        return 0
+    n = int((traj.diverged_at >= 0).sum())
+    print(f"ctxlab {command}: error: {n} of {traj.n_models} models diverged (NaN, infinite or exploding loss; "
+          f"frozen there, later losses NaN, null in the JSON): "
+          f"{describe_divergence(traj.gammas, traj.seeds, traj.diverged_at)}; try a smaller {knob}", file=sys.stderr)
+    return 1
+
+
+def strict_json(numbers):
+    """``numbers`` with every NaN or infinite float replaced by None (JSON has no NaN), and the
+    places where that happened (a list counted once, with how many of its values)."""
+    replaced: list[str] = []
+
+    def clean(value, where: str):
+        if isinstance(value, float) and not math.isfinite(value):
+            replaced.append(where)
+            return None
+        if isinstance(value, dict):
+            return {k: clean(v, f"{where}.{k}" if where else str(k)) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            before = len(replaced)
+            out = [clean(v, f"{where}[{i}]") for i, v in enumerate(value)]
+            flat = all(not isinstance(v, (dict, list, tuple)) for v in value)
+            if flat and len(replaced) > before + 1:
+                del replaced[before:]
+                replaced.append(f"{where} ({sum(v is None for v in out)} values)")
+            return out
+        return value
+
+    return clean(numbers, ""), replaced
 
 
 def save_outputs(figure, figure_path: Path, numbers: dict, json_path: str | None) -> None:
-    """Write a command's figure (PNG) and, when asked, its numbers (JSON); say where."""
+    """Write a command's figure (PNG) and, when asked, its numbers (strict JSON: NaN and infinities
+    become null, listed under ``non_finite`` with the reason); say where."""
     figure_path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(figure_path, dpi=120)
     print(f"figure: {figure_path}")
     if json_path:
         path = Path(json_path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(numbers, indent=1))
+        numbers, replaced = strict_json(numbers)
+        if replaced:
+            numbers["non_finite"] = {"reason": "NaN or infinite values (a diverged run) are written as null",
+                                     "where": replaced}
+        path.write_text(json.dumps(numbers, indent=1, allow_nan=False))
         print(f"numbers: {path}")
 
 
@@ -210,12 +304,13 @@ class LMResult:
 
     def kl_minimum_steps(self) -> dict[str, list[int]]:
         """Per n-gram order, the step where each model is closest to that n-gram predictor."""
-        steps = self.trajectory.steps
-        return {name: steps[self.trajectory.extras[f"kl_{name}"].argmin(-1)].tolist() for name in NGRAM_ORDERS}
+        steps = self.trajectory.steps  # NaN (after a divergence) never counts as the closest
+        return {name: steps[self.trajectory.extras[f"kl_{name}"].nan_to_num(nan=torch.inf).argmin(-1)].tolist()
+                for name in NGRAM_ORDERS}
 
     def alignment_peak_steps(self) -> dict[str, list[int]]:
         steps = self.trajectory.steps
-        return {name: steps[curve.argmax(-1)].tolist() for name, curve in self.alignment.items()}
+        return {name: steps[curve.nan_to_num(nan=-torch.inf).argmax(-1)].tolist() for name, curve in self.alignment.items()}
 
     def to_json(self) -> dict:
         traj = self.trajectory
@@ -273,6 +368,29 @@ def recorded_lm_run(name: str = "lm_full_h200") -> LMResult:
     return LMResult.from_json(json.loads(path.read_text()))
 
 
+def lm_settings(profile: str | None, overrides: dict) -> dict:
+    """The profile's GPT settings with ``overrides`` (None: keep the profile's), checked."""
+    from ctxlab.validate import integer, number
+
+    cfg = dict(LM_PROFILES[profile or current_profile()])
+    unknown = set(overrides) - set(cfg)
+    if unknown:
+        raise ValueError(f"unknown settings {sorted(unknown)}; choose from {sorted(cfg)}")
+    if overrides.get("vocab_size") is not None and overrides.get("tokenizer", cfg["tokenizer"]) != "bpe":
+        raise ValueError("vocab_size sets the size of a BPE vocabulary; use it with tokenizer 'bpe'")
+    cfg.update({k: v for k, v in overrides.items() if v is not None})
+    for name in ("context", "d", "n_layers", "n_heads", "steps", "batch_size", "record_every"):
+        integer(cfg[name], name, minimum=1)
+    number(cfg["lr"], "lr", positive=True)
+    if cfg["d"] % cfg["n_heads"]:
+        raise ValueError(f"the width d = {cfg['d']} must be divisible by the number of heads ({cfg['n_heads']})")
+    if cfg["tokenizer"] not in ("char", "bpe"):
+        raise ValueError(f"unknown tokenizer {cfg['tokenizer']!r}; choose 'char' or 'bpe'")
+    if cfg["tokenizer"] == "bpe" and integer(cfg["vocab_size"] or 512, "vocab_size") < 260:
+        raise ValueError("a byte-level BPE needs vocab_size >= 260 (256 bytes + merges)")
+    return cfg
+
+
 def language_model(
     gammas=(1.0,),
     seeds=(0,),
@@ -281,6 +399,7 @@ def language_model(
     device=None,
     progress: bool | None = None,
     prompt: str = "\n",
+    on_divergence: str = "raise",
     **overrides,
 ) -> LMResult:
     """Train TinyGPT on a shipped text for every (gamma, seed), measuring it against n-gram models."""
@@ -293,11 +412,7 @@ def language_model(
         trigram_increment,
     )
 
-    cfg = dict(LM_PROFILES[profile or current_profile()])
-    unknown = set(overrides) - set(cfg)
-    if unknown:
-        raise ValueError(f"unknown settings {sorted(unknown)}; choose from {sorted(cfg)}")
-    cfg.update({k: v for k, v in overrides.items() if v is not None})
+    cfg = lm_settings(profile, overrides)
     text = load_text(source).text
     tok = tokenizer(cfg["tokenizer"], text, vocab_size=cfg["vocab_size"] or 512)
     V = tok.vocab_size
@@ -312,7 +427,7 @@ def language_model(
     start = time.perf_counter()
     traj = train_lm(model, train_tokens, cfg["steps"], eval_tokens=held_out, yardsticks=yardsticks,
                     batch_size=cfg["batch_size"], lr=cfg["lr"], record_every=cfg["record_every"], device=device,
-                    progress=progress, prompt=tok.encode(prompt), sample_at=sample_at)
+                    progress=progress, prompt=tok.encode(prompt), sample_at=sample_at, on_divergence=on_divergence)
     seconds = time.perf_counter() - start
     signatures = {"bigram": bigram_signature(train_tokens, V), "trigram": trigram_increment(train_tokens, V)}
     alignment = align_trajectory(traj, signatures, "cka", relative_to_init=True)
@@ -324,11 +439,19 @@ def language_model(
 
 def run_lm_command(args) -> int:
     """``ctxlab lm``: train the GPT (data-parallel under torchrun), save the figure and the JSON."""
-    import os
-
+    from ctxlab.corpus import SOURCES
     from ctxlab.plots import lm_figure
 
+    settings = dict(steps=args.steps, d=args.width, n_layers=args.layers, n_heads=args.heads, context=args.context,
+                    tokenizer=args.tokenizer, vocab_size=args.vocab_size, batch_size=args.batch_size, lr=args.lr)
+    cfg = lm_settings(args.profile, settings)
+    if args.source not in SOURCES:
+        raise ValueError(f"unknown --source {args.source!r}; choose one of {SOURCES}")
     world = int(os.environ.get("WORLD_SIZE", "1"))
+    if cfg["batch_size"] % world:
+        raise ValueError(f"--batch-size {cfg['batch_size']} must be divisible by the number of processes ({world})")
+    figure_path = Path(args.out) / "lm.png"
+    check_before_training(args.device, figure_path, args.json)
     if world > 1:
         import torch.distributed as dist
 
@@ -340,8 +463,7 @@ def run_lm_command(args) -> int:
         result = language_model(
             gammas=args.gammas, seeds=list(range(args.seeds)), source=args.source, profile=args.profile,
             device=args.device, progress=not args.no_progress and int(os.environ.get("RANK", "0")) == 0,
-            steps=args.steps, d=args.width, n_layers=args.layers, n_heads=args.heads, context=args.context,
-            tokenizer=args.tokenizer, vocab_size=args.vocab_size, batch_size=args.batch_size, lr=args.lr,
+            on_divergence="record", **settings,
         )
     finally:
         if world > 1:
@@ -355,8 +477,10 @@ def run_lm_command(args) -> int:
         print(f"{g:>5g} {s:>4d} {cells} {float(result.trajectory.loss[k, -1]):>14.4f}")
     print("held-out n-gram entropies: " + ", ".join(f"{n} {h:.3f}" for n, h in result.entropies.items()))
     print(f"{result.tokens_per_second:,.0f} tokens/s over {result.seconds:.1f} s")
-    save_outputs(lm_figure(result), Path(args.out) / "lm.png", result.to_json(), args.json)
-    return 0
+    numbers = result.to_json()
+    numbers["diverged_at_step"] = [None if step < 0 else step for step in result.trajectory.diverged_at.tolist()]
+    save_outputs(lm_figure(result), figure_path, numbers, args.json)
+    return report_divergence("lm", result.trajectory, "--lr")
 
 
 # --- lesson 08: a gamma x learning-rate phase map -------------------------------------------------
@@ -377,7 +501,8 @@ class PhaseMap:
 
     wait: first step below the midpoint of H_0 and H_1 (NaN: never got there or diverged);
     plateau: steps the loss rests on H_0 = ln C (its dwell there, :mod:`ctxlab.rungs`; NaN: diverged);
-    final: loss at the last step (NaN where the run diverged); diverged: the loss became NaN or inf.
+    final: loss at the last step (NaN where the run diverged); diverged: the loss became NaN,
+    infinite or exploded (see :class:`ctxlab.train.DivergenceWatch`); the model was frozen there.
     """
 
     gammas: list[float]
@@ -410,7 +535,7 @@ def _phase_run(cfg: dict, gammas: list[float], lrs: list[float], seed: int, devi
     task = hierarchy_task(block=cfg["block"])
     model = make_model("mlp", task, d=cfg["d"], hidden=cfg["hidden"], gamma=gammas, seed=[seed] * len(gammas))
     return train(model, task.population, cfg["steps"], lr=lrs, record_every=cfg["record_every"],
-                 device=device, progress=progress, desc="phase map")
+                 device=device, progress=progress, desc="phase map", on_divergence="record")
 
 
 def phase_map(profile: str | None = None, seed: int = 0, device=None, progress: bool | None = None,
@@ -434,7 +559,7 @@ def _measure_phase_map(gammas: list[float], lrs: list[float], traj: Trajectory, 
                        seconds: float) -> PhaseMap:
     shape = (len(gammas), len(lrs))
     loss = traj.loss.to(torch.float64)
-    diverged = ~torch.isfinite(loss).all(dim=1)
+    diverged = (traj.diverged_at >= 0) | ~torch.isfinite(loss).all(dim=1)
     onsets = stair_onsets(traj.steps, traj.loss, levels)[:, 0].to(torch.float64)
     wait = torch.where((onsets < 0) | diverged, torch.nan, onsets)
     finite = [k for k in range(traj.n_models) if not bool(diverged[k])]

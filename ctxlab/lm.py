@@ -15,10 +15,21 @@ import torch
 from torch import Tensor, nn
 
 from ctxlab.env import device as pick_device
-from ctxlab.env import progress_enabled
-from ctxlab.models import Ensemble, _one_hot_embed
+from ctxlab.models import Ensemble, _check_sizes, _one_hot_embed
 from ctxlab.signatures import ngram_tables
-from ctxlab.train import Optimizer, Recorder, Trajectory, _per_model, _record_steps
+from ctxlab.train import (
+    OPTIMIZERS,
+    DivergenceWatch,
+    Optimizer,
+    Recorder,
+    Trajectory,
+    _per_model,
+    _record_steps,
+    blank_after_divergence,
+    check_training_settings,
+    progress_bar,
+)
+from ctxlab.validate import integer, number, token_ids
 
 
 class TinyGPT(Ensemble):
@@ -32,8 +43,9 @@ class TinyGPT(Ensemble):
     def __init__(self, vocab_size: int, context: int, d: int = 64, n_layers: int = 2, n_heads: int = 2,
                  gamma=1.0, seed=0, layernorm: bool = False, tie_embeddings: bool = False) -> None:
         super().__init__(gamma, seed)
-        if min(vocab_size, context, d, n_layers, n_heads) < 1 or d % n_heads:
-            raise ValueError("sizes must be positive and d divisible by n_heads")
+        _check_sizes(vocab_size=vocab_size, context=context, d=d, n_layers=n_layers, n_heads=n_heads)
+        if d % n_heads:
+            raise ValueError(f"d = {d} must be divisible by n_heads = {n_heads}")
         self.vocab_size, self.seq_len, self.n_labels = vocab_size, context, vocab_size
         self.d, self.n_heads, self.layernorm, self.tie_embeddings = d, n_heads, layernorm, tie_embeddings
         self.embedding = self._weight(vocab_size, d, fan_in=d)
@@ -53,6 +65,7 @@ class TinyGPT(Ensemble):
         return nn.functional.layer_norm(h, (self.d,)) if self.layernorm else h
 
     def forward(self, x: Tensor) -> Tensor:
+        token_ids(x, "tokens")
         if x.ndim != 2 or not 1 <= x.shape[1] <= self.seq_len:
             raise ValueError(f"tokens must be [N, T] with 1 <= T <= {self.seq_len}, got {tuple(x.shape)}")
         if int(x.min()) < 0 or int(x.max()) >= self.vocab_size:
@@ -78,8 +91,8 @@ class NGramPredictor:
     P(next | previous n-1 tokens), as a dense table."""
 
     def __init__(self, tokens: Tensor, vocab_size: int, n: int, alpha: float = 0.1) -> None:
-        if n < 1 or alpha <= 0:
-            raise ValueError("need n >= 1 and alpha > 0")
+        integer(n, "n", minimum=1)
+        number(alpha, "alpha", positive=True)
         self.vocab_size, self.n = vocab_size, n
         self.probs = ngram_tables(tokens, vocab_size, n, alpha)[-1].float()  # [V^(n-1), V]
 
@@ -131,6 +144,17 @@ def _world() -> tuple[int, int]:
     return 0, 1
 
 
+def _worst_over_ranks(loss: Tensor, world: int) -> Tensor:
+    """Each model's largest loss over the processes (NaN wins), so all ranks judge divergence alike."""
+    if world == 1:
+        return loss
+    import torch.distributed as dist
+
+    worst = torch.where(torch.isfinite(loss), loss, torch.inf).clone()
+    dist.all_reduce(worst, op=dist.ReduceOp.MAX)
+    return worst
+
+
 def _average_gradients(params: list[Tensor], world: int) -> None:
     """Data parallelism by hand: sum every gradient over the ranks and divide by their number."""
     import torch.distributed as dist
@@ -161,6 +185,7 @@ def train_lm(
     seed: int = 0,
     device=None,
     progress: bool | None = None,
+    on_divergence: str = "raise",
 ) -> Trajectory:
     """Next-token training of every model in the ensemble on the same random batches.
 
@@ -174,8 +199,20 @@ def train_lm(
 
     With a ``prompt`` and ``sample_at`` steps, ``sample_tokens`` tokens are sampled from every
     model at those steps: ``extras["samples"]`` [K, len(sample_at), len(prompt) + sample_tokens].
+
+    Divergence is handled as in :func:`ctxlab.train.train` (``on_divergence``); under torchrun a
+    model counts as diverged when its loss does on any process, so every process freezes the same ones.
     """
     T = model.seq_len
+    if optimizer not in OPTIMIZERS or optimizer == "gd":
+        raise ValueError(f"unknown optimizer {optimizer!r} for minibatch training; choose one of {OPTIMIZERS[1:]}")
+    check_training_settings(steps, 0.0, weight_decay, on_divergence)
+    for name, stream in (("train_tokens", train_tokens), ("eval_tokens", eval_tokens)):
+        if token_ids(stream, name).ndim != 1:
+            raise ValueError(f"{name} must be a 1-d token stream, got shape {tuple(stream.shape)}")
+    integer(batch_size, "batch_size", minimum=1)
+    integer(eval_windows, "eval_windows", minimum=1)
+    integer(sample_tokens, "sample_tokens", minimum=0)
     if len(train_tokens) <= T + 1 or len(eval_tokens) <= T + 1:
         raise ValueError(f"need more than {T + 1} tokens in both the training and the held-out stream")
     dev = pick_device(device)
@@ -189,6 +226,7 @@ def train_lm(
         raise ValueError(f"batch_size {batch_size} must be divisible by the number of processes ({world})")
     params = [p for p in model.parameters() if p.requires_grad]
     opt = Optimizer(optimizer, params, _per_model(lr, model.n_models, "lr", dev), 0.0, weight_decay)
+    watch = DivergenceWatch(model, opt, on_divergence)
     wanted = set(_record_steps(steps, record_every, None))
     recorder = Recorder(len(wanted))
     samples = []
@@ -199,32 +237,36 @@ def train_lm(
         logp = torch.log_softmax(logits, dim=-1)
         return -logp.gather(-1, targets.expand(logits.shape[0], -1, -1)[..., None]).squeeze(-1).mean((1, 2))
 
-    from tqdm.auto import tqdm
-
-    for step in tqdm(range(steps + 1), desc="training GPT", disable=not progress_enabled(progress), leave=False):
-        if step in wanted:
-            with torch.no_grad():
-                logits = model(held_out[:, :-1])
-                recorder.put("loss", cross_entropy(logits, held_out[:, 1:]))
-                recorder.put("embedding", model.embedding)
-                for name, predictor in yardsticks.items():
-                    recorder.put(f"kl_{name}", kl_to(logits, predictor, held_out[:, :-1], first))
-                for name, fn in (probes or {}).items():
-                    recorder.put(name, fn(model))
-                recorder.advance()
-        if step in sample_at:
-            samples.append(generate(model, prompt, sample_tokens, seed=seed).cpu())
-        if step == steps:
-            break
-        batch = random_windows(train_tokens, batch_size, T, batches)[rank::world].to(dev)
-        loss = cross_entropy(model(batch[:, :-1]), batch[:, 1:])
-        model.zero_grad(set_to_none=True)
-        loss.sum().backward()
-        if world > 1:
-            _average_gradients(params, world)
-        opt.step()
+    with progress_bar(steps, "training GPT", progress) as bar:
+        for step in range(steps + 1):
+            if step in wanted:
+                with torch.no_grad():
+                    logits = model(held_out[:, :-1])
+                    recorder.put("loss", cross_entropy(logits, held_out[:, 1:]))
+                    recorder.put("embedding", model.embedding)
+                    for name, predictor in yardsticks.items():
+                        recorder.put(f"kl_{name}", kl_to(logits, predictor, held_out[:, :-1], first))
+                    for name, fn in (probes or {}).items():
+                        recorder.put(name, fn(model))
+                    recorder.advance()
+            if step in sample_at:
+                samples.append(generate(model, prompt, sample_tokens, seed=seed).cpu())
+            if step == steps:
+                break
+            batch = random_windows(train_tokens, batch_size, T, batches)[rank::world].to(dev)
+            loss = cross_entropy(model(batch[:, :-1]), batch[:, 1:])
+            watch.check(step, _worst_over_ranks(loss.detach(), world))
+            model.zero_grad(set_to_none=True)
+            loss.sum().backward()
+            if world > 1:
+                _average_gradients(params, world)
+            opt.step()
+            bar.update()
+    recorded = sorted(wanted)
+    for name in ["loss", *(f"kl_{name}" for name in yardsticks)]:  # no honest value after a divergence
+        recorder.buffers[name] = blank_after_divergence(recorder.buffers[name], recorded, watch.diverged_at)
     return Trajectory(
-        steps=torch.tensor(sorted(wanted)),
+        steps=torch.tensor(recorded),
         loss=recorder.buffers.pop("loss"),
         embeddings=recorder.buffers.pop("embedding"),
         extras=recorder.buffers | ({"samples": torch.stack(samples, 1)} if samples else {}),
@@ -232,14 +274,17 @@ def train_lm(
         seeds=list(model.seeds),
         config={"optimizer": optimizer, "lr": lr, "steps": steps, "batch_size": batch_size, "context": T, "processes": world,
                 "sample_steps": [s for s in sorted(set(sample_at)) if s <= steps]},
+        diverged_at=watch.diverged_at,
     )
 
 
 @torch.no_grad()
 def generate(model: TinyGPT, prompt: Tensor, n_new: int, seed: int = 0, temperature: float = 1.0) -> Tensor:
     """Sample ``n_new`` tokens after ``prompt`` [P] from every model of the ensemble: [K, P + n_new]."""
-    if temperature <= 0:
-        raise ValueError("temperature must be positive")
+    number(temperature, "temperature", positive=True)
+    integer(n_new, "n_new", minimum=0)
+    if token_ids(prompt, "prompt").ndim != 1:
+        raise ValueError(f"prompt must be a 1-d tensor of token ids, got shape {tuple(prompt.shape)}")
     g = torch.Generator().manual_seed(seed)
     dev = model.embedding.device
     out = prompt.to(dev)[None].expand(model.n_models, -1).clone()

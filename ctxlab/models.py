@@ -18,6 +18,8 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor, nn
 
+from ctxlab.validate import integer, nonempty, token_ids
+
 ACTIVATIONS = {
     "gelu": nn.functional.gelu,
     "relu": torch.relu,
@@ -32,7 +34,8 @@ def _as_list(value, name: str) -> list:
 
 def ensemble_grid(gammas, seeds) -> tuple[list[float], list[int]]:
     """All (gamma, seed) pairs, gamma-major: the usual layout of a sweep."""
-    pairs = [(float(g), int(s)) for g in _as_list(gammas, "gammas") for s in _as_list(seeds, "seeds")]
+    pairs = [(float(g), integer(s, "seeds")) for g in nonempty(_as_list(gammas, "gammas"), "gammas")
+             for s in nonempty(_as_list(seeds, "seeds"), "seeds")]
     return [g for g, _ in pairs], [s for _, s in pairs]
 
 
@@ -48,11 +51,12 @@ class Ensemble(nn.Module):
             seeds = seeds * len(gammas)
         if len(gammas) != len(seeds):
             raise ValueError(f"gamma and seed lists must have the same length, got {len(gammas)} and {len(seeds)}")
+        nonempty(gammas, "gamma (one per model)")
         for g in gammas:
             if not (isinstance(g, (int, float)) and math.isfinite(g) and g > 0):
                 raise ValueError(f"gamma must be a positive number (0.5 = standard init, 1 = small), got {g!r}")
         self.gammas = [float(g) for g in gammas]
-        self.seeds = [int(s) for s in seeds]
+        self.seeds = [integer(s, "seed") for s in seeds]
         self._generators = [torch.Generator().manual_seed(s) for s in self.seeds]
 
     @property
@@ -78,7 +82,13 @@ def _one_hot_embed(x: Tensor, table: Tensor) -> Tensor:
     return torch.einsum("knlv,kvd->knld", one_hot, table)
 
 
+def _check_sizes(**sizes) -> None:
+    for name, value in sizes.items():
+        integer(value, name, minimum=1)
+
+
 def _check_tokens(x: Tensor, vocab: int, seq_len: int | None = None) -> None:
+    token_ids(x, "tokens")
     if x.ndim not in (2, 3):
         raise ValueError(f"tokens must be [N, L] (or [K, N, L]), got shape {tuple(x.shape)}")
     if seq_len is not None and x.shape[-1] != seq_len:
@@ -110,8 +120,7 @@ class EmbMLP(Ensemble):
         super().__init__(gamma, seed)
         if activation not in ACTIVATIONS:
             raise ValueError(f"unknown activation {activation!r}; choose one of {sorted(ACTIVATIONS)}")
-        if min(vocab_size, seq_len, n_labels, d, hidden) < 1:
-            raise ValueError("vocab_size, seq_len, n_labels, d and hidden must all be positive")
+        _check_sizes(vocab_size=vocab_size, seq_len=seq_len, n_labels=n_labels, d=d, hidden=hidden)
         self.vocab_size, self.seq_len, self.n_labels = vocab_size, seq_len, n_labels
         self.d, self.hidden, self.activation, self.layernorm = d, hidden, activation, layernorm
         self.embedding = self._weight(vocab_size, d, fan_in=d)
@@ -155,8 +164,7 @@ class EmbAttention(Ensemble):
         if activation not in ACTIVATIONS:
             raise ValueError(f"unknown activation {activation!r}; choose one of {sorted(ACTIVATIONS)}")
         d_head = d if d_head is None else d_head
-        if min(vocab_size, seq_len, n_labels, d, d_head, hidden) < 1:
-            raise ValueError("sizes must all be positive")
+        _check_sizes(vocab_size=vocab_size, seq_len=seq_len, n_labels=n_labels, d=d, d_head=d_head, hidden=hidden)
         self.vocab_size, self.seq_len, self.n_labels = vocab_size, seq_len, n_labels
         self.d, self.d_head, self.hidden, self.activation = d, d_head, hidden, activation
         self.residual, self.layernorm, self.mlp = residual, layernorm, mlp
@@ -211,8 +219,7 @@ class LinearEmb(Ensemble):
 
     def __init__(self, vocab_size: int, seq_len: int, n_labels: int, d: int = 32, gamma=1.0, seed=0) -> None:
         super().__init__(gamma, seed)
-        if min(vocab_size, seq_len, n_labels, d) < 1:
-            raise ValueError("vocab_size, seq_len, n_labels and d must all be positive")
+        _check_sizes(vocab_size=vocab_size, seq_len=seq_len, n_labels=n_labels, d=d)
         self.vocab_size, self.seq_len, self.n_labels, self.d = vocab_size, seq_len, n_labels, d
         self.embedding = self._weight(vocab_size, d, fan_in=d)
         self.w = self._weight(seq_len * d, n_labels, fan_in=seq_len * d)

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from ctxlab.validate import finite, number
+
 TOL = 0.01  # nats: "on a rung" means within this of the predicted level
 
 
@@ -75,6 +77,7 @@ def _check(steps: Tensor, loss: Tensor, levels: Sequence[float]) -> tuple[Tensor
 
 def crossing_step(steps: Tensor, curve: Tensor, level: float, below: bool = True) -> Tensor:
     """First recorded step where ``curve`` [..., T] goes below (or above) ``level``; -1 if never."""
+    number(level, "level")
     hit = curve < level if below else curve > level
     first = torch.where(hit.any(-1), hit.float().argmax(-1), torch.full(hit.shape[:-1], -1))
     return torch.where(first >= 0, steps[first.clamp_min(0)], torch.full_like(first, -1))
@@ -95,6 +98,8 @@ def stair_onsets(steps: Tensor, loss: Tensor, levels: Sequence[float]) -> Tensor
 
     loss: [..., T]; returns [..., len(levels) - 1] steps, -1 where the stair was never reached.
     """
+    if len(finite(list(levels), "levels")) < 2:
+        raise ValueError(f"levels must hold at least two plateau losses (H_0, H_1, ...), got {list(levels)}")
     mids = [(a + b) / 2 for a, b in zip(levels[:-1], levels[1:])]
     return torch.stack([crossing_step(steps, loss, m) for m in mids], dim=-1)
 

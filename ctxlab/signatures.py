@@ -26,6 +26,7 @@ import torch
 from torch import Tensor
 
 from ctxlab.tasks import Dataset
+from ctxlab.validate import integer, nonempty, number, token_ids
 
 FORMS = ("raw", "centered", "incremental")
 KINDS = ("label", "context")
@@ -188,7 +189,7 @@ def signature(data: Dataset, order: int = 1, kind: str = "label", form: str = "i
 
 def conditional_entropy(data: Dataset, positions=()) -> float:
     """H(Y | X_S) in nats: the best cross-entropy reachable with the tokens at positions S."""
-    positions = tuple(positions)
+    positions = tuple(integer(p, "positions") for p in positions)
     if any(p < 0 or p >= data.seq_len for p in positions) or len(set(positions)) != len(positions):
         raise ValueError(f"positions {positions} must be distinct and lie in [0, {data.seq_len})")
     table = joint(data, positions).reshape(-1, data.n_labels)
@@ -230,7 +231,8 @@ def bucket_rare(tokens: Tensor, vocab_size: int, keep: int) -> tuple[Tensor, Ten
 
     Returns (new token stream, original ids of the kept tokens in frequency order).
     """
-    if not 1 <= keep <= vocab_size:
+    _stream(tokens, vocab_size)
+    if not 1 <= integer(keep, "keep") <= vocab_size:
         raise ValueError(f"keep must lie in [1, {vocab_size}], got {keep}")
     counts = torch.bincount(tokens, minlength=vocab_size)
     kept = counts.argsort(descending=True, stable=True)[:keep]
@@ -239,12 +241,20 @@ def bucket_rare(tokens: Tensor, vocab_size: int, keep: int) -> tuple[Tensor, Ten
     return remap[tokens], kept
 
 
+def _stream(tokens: Tensor, vocab_size: int, min_length: int = 1) -> Tensor:
+    """Check a token stream: 1-d integer ids in [0, vocab_size), at least ``min_length`` of them."""
+    tokens = token_ids(tokens, "tokens")
+    integer(vocab_size, "vocab_size", minimum=1)
+    if tokens.ndim != 1 or len(tokens) < min_length:
+        raise ValueError(f"tokens must be a 1-d stream of at least {min_length} token ids, got shape {tuple(tokens.shape)}")
+    if int(tokens.min()) < 0 or int(tokens.max()) >= vocab_size:
+        raise ValueError(f"tokens must lie in [0, {vocab_size}), found [{int(tokens.min())}, {int(tokens.max())}]")
+    return tokens
+
+
 def _pair_counts(tokens: Tensor, vocab_size: int) -> Tensor:
     """C[a, b] = number of times token b follows token a: [V, V] float64."""
-    if tokens.ndim != 1 or len(tokens) < 2:
-        raise ValueError("need a 1-d stream of at least 2 tokens")
-    if int(tokens.min()) < 0 or int(tokens.max()) >= vocab_size:
-        raise ValueError(f"token ids must lie in [0, {vocab_size})")
+    _stream(tokens, vocab_size, 2)
     counts = torch.zeros(vocab_size * vocab_size, dtype=torch.float64)
     counts.index_add_(0, tokens[:-1] * vocab_size + tokens[1:], torch.ones(len(tokens) - 1, dtype=torch.float64))
     return counts.reshape(vocab_size, vocab_size)
@@ -266,8 +276,7 @@ def bigram_signature(tokens: Tensor, vocab_size: int, names=None) -> Signature:
 def trigram_increment(tokens: Tensor, vocab_size: int, names=None) -> Signature:
     """Order-2 text signature of token s at position t: the interaction with the token before it,
     P(x_{t+1} | x_{t-1}, x_t = s) - P(x_{t+1} | x_t = s) - P(x_{t+1} | x_{t-1}) + P(x_{t+1}): [V, V*V]."""
-    if len(tokens) < 3:
-        raise ValueError("need at least 3 tokens")
+    _stream(tokens, vocab_size, 3)
     windows = torch.stack([tokens[:-2], tokens[1:-1]], dim=1)
     data = Dataset(windows, tokens[2:], vocab_size, vocab_size, torch.full((len(windows),), 1.0 / len(windows)))
     matrix = interaction(data, (1, 0)).reshape(vocab_size, -1)
@@ -295,8 +304,9 @@ def ngram_tables(tokens: Tensor, vocab_size: int, max_n: int = 3, alpha: float =
     the shorter one instead of to a uniform guess: with plain add-alpha a 512-token BPE trigram
     model scores worse on held-out text than the bigram model.
     """
-    if max_n < 1 or alpha <= 0:
-        raise ValueError("need max_n >= 1 and alpha > 0")
+    integer(max_n, "max_n", minimum=1)
+    number(alpha, "alpha", positive=True)
+    _stream(tokens, vocab_size)
     if vocab_size**max_n > MAX_NGRAM_ENTRIES:
         raise ValueError(
             f"a dense {max_n}-gram table over {vocab_size} tokens is too big; bucket rare tokens first "
@@ -319,6 +329,8 @@ def ngram_tables(tokens: Tensor, vocab_size: int, max_n: int = 3, alpha: float =
 
 def held_out_cross_entropies(tables: list[Tensor], held_out: Tensor, vocab_size: int) -> list[float]:
     """Cross-entropy in nats of each table of :func:`ngram_tables` (orders 1, 2, ...) on ``held_out``."""
+    nonempty(tables, "tables")
+    _stream(held_out, vocab_size)
     if len(held_out) <= len(tables):
         raise ValueError(f"held-out stream too short for {len(tables)}-grams")
     return [float(-table.view(-1)[_ngram_index(held_out, vocab_size, n)].log().mean())

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
+from ctxlab.validate import finite, integer, number
+
 
 @dataclass(frozen=True)
 class Dataset:
@@ -54,12 +56,14 @@ class Dataset:
             )
         if y.ndim == 1:
             if y.dtype not in (torch.int64, torch.int32):
-                raise ValueError("1-d labels must be integer class ids")
+                raise ValueError(f"1-d labels y must be integer class ids, got dtype {y.dtype}")
             if int(y.min()) < 0 or int(y.max()) >= self.n_labels:
                 raise ValueError(f"labels must lie in [0, {self.n_labels}), found max {int(y.max())}")
         elif y.ndim != 2 or y.shape[1] != self.n_labels:
-            raise ValueError(f"soft labels must be [N, {self.n_labels}], got {tuple(y.shape)}")
-        if bool((w < 0).any()) or abs(float(w.sum()) - 1.0) > 1e-4:
+            raise ValueError(f"soft labels y must be [N, {self.n_labels}], got {tuple(y.shape)}")
+        elif bool((finite(y, "soft labels y", nonnegative=True).sum(-1) - 1).abs().max() > 1e-4):
+            raise ValueError("soft labels y must be label distributions: each row sums to 1")
+        if abs(float(finite(w, "weights", nonnegative=True).sum()) - 1.0) > 1e-4:
             raise ValueError("weights must be non-negative and sum to 1")
 
     @property
@@ -108,8 +112,7 @@ class Task:
 
     def sample(self, n: int, seed: int = 0) -> Dataset:
         """Draw ``n`` i.i.d. (sequence, label) pairs from the population, each weighted 1/n."""
-        if n <= 0:
-            raise ValueError(f"n must be positive, got {n}")
+        integer(n, "n", minimum=1)
         g = torch.Generator().manual_seed(seed)
         pop = self.population
         rows = torch.multinomial(pop.weights, n, replacement=True, generator=g)
@@ -146,10 +149,10 @@ def hierarchy_task(block: int = 9, n_values: int = 3, mix: tuple[float, ...] = (
     an order-1 term, an order-2 term, ... up to order ``len(mix)``. With the defaults the
     plateau losses are ln 3 = 1.0986, H(Y|x1) = 0.9503, H(Y|x1,x2) = 0.8419, H(Y|X) = 0.6630.
     """
-    if block < 1 or n_values < 2 or block % n_values:
+    if integer(block, "block") < 1 or integer(n_values, "n_values") < 2 or block % n_values:
         raise ValueError("need block >= 1, n_values >= 2 and block divisible by n_values")
-    mix_t = torch.tensor(mix, dtype=torch.float64)
-    if len(mix) < 1 or bool((mix_t < 0).any()) or abs(float(mix_t.sum()) - 1.0) > 1e-9:
+    mix_t = finite(mix, "mix", nonnegative=True, dtype=torch.float64)
+    if abs(float(mix_t.sum()) - 1.0) > 1e-9:
         raise ValueError(f"mix must be non-negative probabilities summing to 1, got {mix}")
     L = len(mix)
     x = _all_sequences([[p * block + j for j in range(block)] for p in range(L)])
@@ -180,7 +183,7 @@ def xor_task(vocab: int = 16, groups: int = 4, seq_len: int = 3) -> Task:
     are bits balanced within each group, so the pair term has no order-1 signal at all.
     Plateaus: ln(2G) -> ln 2 -> 0. With ``groups=1`` only the pure XOR remains: ln 2 -> 0.
     """
-    if groups < 1 or vocab % (2 * groups) or vocab < 4 or seq_len < 2:
+    if integer(groups, "groups") < 1 or integer(vocab, "vocab") % (2 * groups) or vocab < 4 or integer(seq_len, "seq_len") < 2:
         raise ValueError("need vocab divisible by 2*groups (vocab >= 4) and seq_len >= 2")
     x = _all_sequences([list(range(vocab))] * seq_len)
     tokens = torch.arange(vocab)
@@ -218,9 +221,9 @@ def with_token_frequencies(task_or_data: Task | Dataset, position: int, probs) -
     Zipf-like keys to show that rare tokens learn slowly). Returns the same type it was given.
     """
     data = task_or_data.population if isinstance(task_or_data, Task) else task_or_data
-    if not 0 <= position < data.seq_len:
+    if not 0 <= integer(position, "position") < data.seq_len:
         raise ValueError(f"position must lie in [0, {data.seq_len}), got {position}")
-    p = torch.as_tensor(probs, dtype=torch.float64).reshape(-1)
+    p = finite(probs, "probs", nonnegative=True, dtype=torch.float64).reshape(-1)
     if p.numel() != data.vocab_size or bool((p < 0).any()) or abs(float(p.sum()) - 1.0) > 1e-6:
         raise ValueError(f"probs must be {data.vocab_size} non-negative numbers summing to 1")
     tokens = data.x[:, position]
@@ -246,8 +249,8 @@ def modes_task(strengths: tuple[float, ...] = (0.5, 0.3, 0.15), fillers: int = 4
     that says nothing. The input-output correlation then has three singular values in the ratio
     of ``strengths`` (s_k = strengths[k] * sqrt(8) / 16): cleanly separated learning modes.
     """
-    m = torch.tensor(strengths, dtype=torch.float64)
-    if m.numel() != 3 or bool((m < 0).any()) or float(m.sum()) > 1.0 + 1e-12 or fillers < 1:
+    m = finite(strengths, "strengths", nonnegative=True, dtype=torch.float64)
+    if m.numel() != 3 or float(m.sum()) > 1.0 + 1e-12 or integer(fillers, "fillers") < 1:
         raise ValueError("need three non-negative strengths with sum <= 1 and fillers >= 1")
     keys = torch.arange(8)
     bits = torch.stack([1 - 2 * (keys % 2), 1 - 2 * ((keys // 2) % 2), 1 - 2 * ((keys // 4) % 2)], dim=1)  # [8, 3]
@@ -274,6 +277,9 @@ TASKS["modes"] = modes_task
 
 def zipf(n_tokens: int, vocab: int, exponent: float = 1.0) -> Tensor:
     """Zipf frequencies 1/rank^exponent on the first ``n_tokens`` ids, zero on the rest: [vocab]."""
+    if not 1 <= integer(n_tokens, "n_tokens") <= integer(vocab, "vocab"):
+        raise ValueError(f"n_tokens must lie in [1, vocab = {vocab}], got {n_tokens}")
+    number(exponent, "exponent")
     p = torch.zeros(vocab, dtype=torch.float64)
     p[:n_tokens] = 1.0 / torch.arange(1, n_tokens + 1, dtype=torch.float64) ** exponent
     return p / p.sum()
@@ -297,7 +303,7 @@ def partner_task(n_keys: int = 9, n_partners: int = 9, n_fillers: int = 3, seq_l
         raise ValueError("need at least one key, partner and filler, seq_len >= 2 and n_values >= 2")
     if n_keys % n_values or n_partners % n_values:
         raise ValueError("n_keys and n_partners must be divisible by n_values (balanced attributes)")
-    if len(mix) != 2 or min(mix) < 0 or abs(sum(mix) - 1.0) > 1e-9:
+    if finite(mix, "mix", nonnegative=True).numel() != 2 or abs(sum(mix) - 1.0) > 1e-9:
         raise ValueError(f"mix must be two non-negative probabilities summing to 1, got {mix}")
     n_ctx = seq_len - 1
     if n_keys * n_partners * n_ctx * n_fillers ** (n_ctx - 1) > 200_000:
@@ -371,9 +377,13 @@ def anchor_composition_task(n_keys: int = 20, shifts: tuple[int, ...] = (5, 1, -
     (key value, or anchor shift).
     """
     n_anchors = len(shifts)
-    if n_keys < 2 or n_anchors < 2:
+    if integer(n_keys, "n_keys") < 2 or n_anchors < 2:
         raise ValueError("need at least 2 keys and 2 anchors")
-    a, b = held_out
+    for s in shifts:
+        integer(s, "each of shifts")
+    if len(held_out) != 2:
+        raise ValueError(f"held_out must be a pair of anchors, got {held_out}")
+    a, b = (integer(h, "held_out") for h in held_out)
     if not (1 <= a <= n_anchors and 1 <= b <= n_anchors) or a == b:
         raise ValueError(f"held_out must be two different anchors in 1..{n_anchors}, got {held_out}")
     sh = torch.tensor(shifts, dtype=torch.long)
@@ -430,7 +440,7 @@ def transfer_task(block: int = 9, n_values: int = 3, mix: tuple[float, ...] = (0
     """
     base = hierarchy_task(block, n_values, mix)
     L = len(mix)
-    coef = torch.tensor(coefficients, dtype=torch.long)
+    coef = torch.tensor([integer(c, "each of coefficients") for c in coefficients], dtype=torch.long)
     if coef.numel() != L:
         raise ValueError(f"need one coefficient per position ({L}), got {len(coefficients)}")
     x = base.population.x

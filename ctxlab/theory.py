@@ -21,6 +21,7 @@ from ctxlab.models import EmbMLP, LinearEmb
 from ctxlab.signatures import entropy_ladder, joint
 from ctxlab.tasks import Dataset
 from ctxlab.train import cross_entropy
+from ctxlab.validate import finite, integer, number
 
 # sigma'(0) of each activation: gelu(u) = u * Phi(u) ~ u / 2 near 0.
 SLOPE_AT_ZERO = {"gelu": 0.5, "tanh": 1.0, "linear": 1.0}
@@ -133,6 +134,7 @@ def predicted_growth_rates(singular_values: Tensor, lr: float = 1.0) -> Tensor:
 
     Gradient flow gives e^{2 s_k t}; a GD step multiplies each factor's mode by (1 + lr s_k).
     """
+    number(lr, "lr", positive=True)
     return 2 * torch.log1p(lr * torch.as_tensor(singular_values, dtype=torch.float64))
 
 
@@ -160,6 +162,9 @@ def growing_amplitude(model, modes: Modes) -> Tensor:
 
 def predicted_switch_on(singular_values: Tensor, amplitude: Tensor, level: float, lr: float = 1.0) -> Tensor:
     """Steps until a_k reaches ``level`` from growing amplitude a_0: ln(level / a_0) / rate_k."""
+    number(level, "level", positive=True)
+    if bool((finite(amplitude, "amplitude", dtype=torch.float64) <= 0).any()):
+        raise ValueError("amplitude must be positive: a mode with no growing part never switches on")
     rates = predicted_growth_rates(singular_values, lr)
     return torch.log(level / torch.as_tensor(amplitude, dtype=torch.float64)) / rates
 
@@ -167,6 +172,8 @@ def predicted_switch_on(singular_values: Tensor, amplitude: Tensor, level: float
 def fit_growth_rate(steps: Tensor, strengths: Tensor, start: float, stop: float) -> Tensor:
     """Least-squares slope of ln|a(t)| over recorded steps in [start, stop]: strengths [..., T] -> [...]."""
     t = torch.as_tensor(steps, dtype=torch.float64)
+    number(start, "start")
+    number(stop, "stop")
     inside = (t >= start) & (t <= stop)
     if int(inside.sum()) < 2:
         raise ValueError(f"need at least two recorded steps in [{start}, {stop}]")
@@ -185,9 +192,9 @@ def pair_residual(data: Dataset, probs: Tensor, i: int, j: int) -> Tensor:
     0 where the pair (s, t) never occurs. At the order-1 optimum the linear path's gradient
     vanishes, so this table is the only signal left for the next stair.
     """
-    if i == j or not (0 <= i < data.seq_len and 0 <= j < data.seq_len):
+    if integer(i, "i") == integer(j, "j") or not (0 <= i < data.seq_len and 0 <= j < data.seq_len):
         raise ValueError(f"need two distinct positions in [0, {data.seq_len}), got {i} and {j}")
-    p = torch.as_tensor(probs).double()
+    p = finite(probs, "probs", nonnegative=True).double()
     squeeze = p.ndim == 2
     p = p[None] if squeeze else p
     if p.ndim != 3 or p.shape[1:] != (data.n, data.n_labels):
@@ -218,7 +225,7 @@ def group_cosines(E: Tensor, groups: Tensor) -> tuple[Tensor, Tensor]:
     g = torch.as_tensor(groups)
     if E.shape[-2] != g.numel() or g.numel() < 2:
         raise ValueError(f"need one group label per row: {E.shape[-2]} rows, {g.numel()} labels")
-    X = torch.nn.functional.normalize(E.double(), dim=-1)
+    X = torch.nn.functional.normalize(finite(E, "E (embeddings)").double(), dim=-1)
     cos = X @ X.transpose(-1, -2)
     same = g[:, None] == g[None, :]
     off = ~torch.eye(g.numel(), dtype=torch.bool)
@@ -266,7 +273,7 @@ def departure_step(steps: Tensor, curve: Tensor, tol: float, relative: bool = Fa
     """
     c = torch.as_tensor(curve, dtype=torch.float64)
     s = torch.as_tensor(steps)
-    if c.shape[-1] != s.numel() or tol <= 0:
+    if c.shape[-1] != s.numel() or number(tol, "tol") <= 0:
         raise ValueError(f"need one curve value per recorded step ({s.numel()}) and tol > 0")
     start = c[..., :1]
     bound = tol * start.abs() if relative else torch.full_like(start, tol)

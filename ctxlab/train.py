@@ -18,8 +18,13 @@ from ctxlab.env import device as pick_device
 from ctxlab.env import progress_enabled
 from ctxlab.models import Ensemble
 from ctxlab.tasks import Dataset
+from ctxlab.validate import integer, number
 
 OPTIMIZERS = ("gd", "sgd", "momentum", "adam")
+ON_DIVERGENCE = ("raise", "record")
+# A loss above this many times max(its step-0 value, 1 nat) has exploded. Runs that recover stay far
+# below it (the quick phase map: at most 2.1x its start; the cells that blow up reach over 1000x).
+EXPLOSION_FACTOR = 10.0
 
 Probe = Callable[[Ensemble], Tensor]
 
@@ -30,6 +35,9 @@ class Trajectory:
 
     steps: [T] recorded steps (0 = initialization); loss: [K, T] loss on the whole dataset;
     embeddings: [K, T, V, d]; extras: name -> [K, T, ...] from the probes.
+    diverged_at: [K] first step where the model's loss was NaN, infinite or exploding (-1: never);
+    a diverged model was frozen there: its loss is NaN at later recorded steps (it has no honest
+    value), its embedding stays at the frozen state.
     """
 
     steps: Tensor
@@ -39,6 +47,11 @@ class Trajectory:
     gammas: list[float] = field(default_factory=list)
     seeds: list[int] = field(default_factory=list)
     config: dict = field(default_factory=dict)
+    diverged_at: Tensor | None = None
+
+    def __post_init__(self) -> None:
+        if self.diverged_at is None:
+            self.diverged_at = torch.full((self.loss.shape[0],), -1, dtype=torch.long)
 
     @property
     def n_models(self) -> int:
@@ -59,6 +72,7 @@ class Trajectory:
             [self.gammas[i] for i in idx.tolist()],
             [self.seeds[i] for i in idx.tolist()],
             dict(self.config),
+            self.diverged_at[idx],
         )
 
 
@@ -94,7 +108,12 @@ def cross_entropy(logits: Tensor, data: Dataset) -> Tensor:
 
 
 def _per_model(value, k: int, name: str, device) -> Tensor:
-    values = torch.as_tensor(value, dtype=torch.float32, device=device).reshape(-1)
+    if isinstance(value, Tensor) and (value.is_complex() or value.dtype == torch.bool):
+        raise ValueError(f"{name} must be real numbers, got dtype {value.dtype}")
+    try:
+        values = torch.as_tensor(value, dtype=torch.float32, device=device).reshape(-1)
+    except (TypeError, ValueError, RuntimeError):
+        raise ValueError(f"{name} must be a number or one number per model, got {value!r}") from None
     if values.numel() == 1:
         values = values.expand(k)
     if values.numel() != k:
@@ -113,9 +132,19 @@ class Optimizer:
         self.momentum, self.weight_decay, self.betas, self.eps = momentum, weight_decay, betas, eps
         self.state = [dict() for _ in params]
         self.t = 0
+        self.frozen: Tensor | None = None  # [K] bool: models whose parameters stay as they are
 
     @torch.no_grad()
     def step(self) -> None:
+        """One update of every model; frozen models (diverged ones) keep their parameters."""
+        if self.frozen is None:
+            return self._update()
+        kept = [p[self.frozen].clone() for p in self.params]
+        self._update()
+        for p, old in zip(self.params, kept):
+            p[self.frozen] = old
+
+    def _update(self) -> None:
         self.t += 1
         for p, st in zip(self.params, self.state):
             if p.grad is None:
@@ -139,14 +168,87 @@ class Optimizer:
                 p.sub_(lr * g)
 
 
+def check_training_settings(steps, momentum, weight_decay, on_divergence: str) -> None:
+    """The checks both training loops make before they start."""
+    integer(steps, "steps", minimum=0)
+    number(momentum, "momentum", minimum=0)
+    if momentum >= 1:
+        raise ValueError(f"momentum must lie in [0, 1), got {momentum!r}")
+    number(weight_decay, "weight_decay", minimum=0)
+    if on_divergence not in ON_DIVERGENCE:
+        raise ValueError(f"unknown on_divergence {on_divergence!r}; choose one of {ON_DIVERGENCE}")
+
+
 def _record_steps(steps: int, record_every: int | None, record_steps) -> list[int]:
     if record_steps is not None:
-        chosen = sorted({int(s) for s in record_steps})
+        if isinstance(record_steps, (str, bytes)):
+            raise ValueError(f"record_steps must be a list of integer steps, got {record_steps!r}")
+        chosen = sorted({integer(s, "each of record_steps") for s in record_steps})
         if not chosen or chosen[0] < 0 or chosen[-1] > steps:
-            raise ValueError(f"record_steps must lie in [0, {steps}]")
+            raise ValueError(f"record_steps must be a non-empty list of steps in [0, {steps}]")
         return chosen
-    every = record_every or max(1, steps // 500)
+    every = max(1, steps // 500) if record_every is None else integer(record_every, "record_every", minimum=1)
     return sorted(set(range(0, steps + 1, every)) | {steps})
+
+
+def blank_after_divergence(values: Tensor, steps: Sequence[int], diverged_at: Tensor) -> Tensor:
+    """NaN in the records [K, T, ...] of each diverged model after the step where it diverged."""
+    after = torch.as_tensor(list(steps))[None, :] > diverged_at[:, None]
+    after &= (diverged_at >= 0)[:, None]
+    return values.masked_fill(after.reshape(*after.shape, *[1] * (values.ndim - 2)), float("nan"))
+
+
+class TrainingDiverged(RuntimeError):
+    """Training met a NaN, infinite or exploding loss (``on_divergence="raise"``)."""
+
+
+def describe_divergence(gammas: Sequence[float], seeds: Sequence[int], diverged_at: Tensor) -> str:
+    """One line naming each diverged model: its index, gamma, seed and step."""
+    parts = [f"model {k} (gamma {gammas[k]:g}, seed {seeds[k]}) at step {int(diverged_at[k])}"
+             for k in (diverged_at >= 0).nonzero().flatten().tolist()]
+    return "; ".join(parts)
+
+
+class DivergenceWatch:
+    """Checks every loss a training loop computes, model by model, before the update it drives.
+
+    A loss that is NaN, infinite or above ``EXPLOSION_FACTOR`` times max(its step-0 value, 1)
+    marks its model as diverged at that step. ``raise``: stop with :class:`TrainingDiverged`
+    naming the models; ``record``: freeze those models (the optimizer keeps their parameters,
+    so they stop moving and their numbers never feed the others) and carry on.
+    """
+
+    def __init__(self, model: Ensemble, optimizer: Optimizer, mode: str) -> None:
+        self.model, self.optimizer, self.mode = model, optimizer, mode
+        self.diverged_at = torch.full((model.n_models,), -1, dtype=torch.long)
+        self.limit: Tensor | None = None
+
+    def check(self, step: int, loss: Tensor) -> None:
+        loss = loss.detach()
+        if self.limit is None:
+            self.limit = EXPLOSION_FACTOR * torch.where(torch.isfinite(loss), loss, 0.0).clamp_min(1.0)
+        bad = ~torch.isfinite(loss) | (loss > self.limit)
+        frozen = self.optimizer.frozen
+        if frozen is not None:
+            bad &= ~frozen
+        if not bool(bad.any()):
+            return
+        self.diverged_at[bad.cpu()] = step
+        if self.mode == "raise":
+            fresh = torch.where(bad.cpu(), self.diverged_at, -1)
+            values = ", ".join(f"{float(v):.3g}" for v in loss[bad].cpu())
+            raise TrainingDiverged(
+                f"training diverged (loss {values}: NaN, infinite or over {EXPLOSION_FACTOR:g}x its start): "
+                f"{describe_divergence(self.model.gammas, self.model.seeds, fresh)}; lower the learning rate"
+            )
+        self.optimizer.frozen = bad if frozen is None else frozen | bad
+
+
+def progress_bar(steps: int, desc: str, progress: bool | None):
+    """A bar over the ``steps`` updates that ends at steps/steps (a bar closed short is drawn red)."""
+    from tqdm.auto import tqdm
+
+    return tqdm(total=steps, desc=desc, disable=not progress_enabled(progress), leave=False)
 
 
 def train(
@@ -166,6 +268,7 @@ def train(
     device=None,
     progress: bool | None = None,
     desc: str = "training",
+    on_divergence: str = "raise",
 ) -> Trajectory:
     """Train every model of the ensemble on ``data`` for ``steps`` updates.
 
@@ -173,11 +276,17 @@ def train(
     ``momentum`` or ``adam``; lr: one number or one per model. The loss recorded is always the
     loss on the whole of ``data``. ``probes`` map names to functions of the model returning
     [K, ...] tensors, recorded at the same steps (e.g. attention statistics).
+
+    A NaN, infinite or exploding loss (see :class:`DivergenceWatch`) raises
+    :class:`TrainingDiverged` naming the step and the models; ``on_divergence="record"`` instead
+    freezes those models and notes the step in ``Trajectory.diverged_at`` (for sweeps that
+    expect some runs to blow up).
     """
     if optimizer not in OPTIMIZERS:
         raise ValueError(f"unknown optimizer {optimizer!r}; choose one of {OPTIMIZERS}")
-    if not isinstance(steps, int) or steps < 0:
-        raise ValueError(f"steps must be a non-negative integer, got {steps!r}")
+    check_training_settings(steps, momentum, weight_decay, on_divergence)
+    if batch_size is not None:
+        integer(batch_size, "batch_size", minimum=1)
     if data.vocab_size != model.vocab_size or data.seq_len != model.seq_len or data.n_labels != model.n_labels:
         raise ValueError(
             f"data (vocab {data.vocab_size}, length {data.seq_len}, labels {data.n_labels}) does not fit the "
@@ -194,6 +303,7 @@ def train(
     rates = _per_model(lr, K, "lr", dev)
     params = [p for p in model.parameters() if p.requires_grad]
     opt = Optimizer(optimizer, params, rates, momentum, weight_decay)
+    watch = DivergenceWatch(model, opt, on_divergence)
     wanted = _record_steps(steps, record_every, record_steps)
     probes = probes or {}
     batches = torch.Generator(device="cpu").manual_seed(seed)
@@ -208,38 +318,43 @@ def train(
                 recorder.put(name, fn(model))
         recorder.advance()
 
-    from tqdm.auto import tqdm
-
     wanted_set = set(wanted)
     full_batch = not batch_size
-    for step in tqdm(range(steps + 1), desc=desc, disable=not progress_enabled(progress), leave=False):
-        recording, final = step in wanted_set, step == steps
-        if full_batch and not final:
-            loss = cross_entropy(model(data.x), data)
-            if recording:
-                record(loss)
-        else:
-            if recording:
-                with torch.no_grad():
-                    record(cross_entropy(model(data.x), data))
-            if final:
-                break
-            rows = torch.multinomial(data.weights.cpu(), batch_size, replacement=True, generator=batches).to(dev)
-            batch = Dataset(data.x[rows], data.y[rows], data.vocab_size, data.n_labels,
-                            torch.full((batch_size,), 1.0 / batch_size, device=dev))
-            loss = cross_entropy(model(batch.x), batch)
-        model.zero_grad(set_to_none=True)
-        loss.sum().backward()
-        opt.step()
+    with progress_bar(steps, desc, progress) as bar:
+        for step in range(steps + 1):
+            recording, final = step in wanted_set, step == steps
+            if full_batch and not final:
+                loss = cross_entropy(model(data.x), data)
+                watch.check(step, loss)
+                if recording:
+                    record(loss)
+            else:
+                if recording:
+                    with torch.no_grad():
+                        full_loss = cross_entropy(model(data.x), data)
+                    watch.check(step, full_loss)
+                    record(full_loss)
+                if final:
+                    break
+                rows = torch.multinomial(data.weights.cpu(), batch_size, replacement=True, generator=batches).to(dev)
+                batch = Dataset(data.x[rows], data.y[rows], data.vocab_size, data.n_labels,
+                                torch.full((batch_size,), 1.0 / batch_size, device=dev))
+                loss = cross_entropy(model(batch.x), batch)
+                watch.check(step, loss)
+            model.zero_grad(set_to_none=True)
+            loss.sum().backward()
+            opt.step()
+            bar.update()
     return Trajectory(
         steps=torch.tensor(wanted),
-        loss=recorder.buffers.pop("loss"),
+        loss=blank_after_divergence(recorder.buffers.pop("loss"), wanted, watch.diverged_at),
         embeddings=recorder.buffers.pop("embedding"),
         extras=recorder.buffers,
         gammas=list(model.gammas),
         seeds=list(model.seeds),
         config={"optimizer": optimizer, "lr": rates.cpu().tolist(), "steps": steps, "batch_size": batch_size,
                 "weight_decay": weight_decay, "momentum": momentum},
+        diverged_at=watch.diverged_at,
     )
 
 

