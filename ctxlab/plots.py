@@ -88,7 +88,7 @@ def rung_curves(steps, losses, levels, names, run_labels) -> Figure:
     label_levels(ax, levels, names)
     ax.set_xlabel("gradient-descent step")
     ax.set_ylabel("loss (nats)")
-    ax.legend(loc="upper right", fontsize=8)
+    ax.legend(loc="lower left", fontsize=8)
     fig.tight_layout()
     return fig
 
@@ -307,6 +307,7 @@ def embedding_pca_grid(coords, roles, attributes, row_titles, col_titles) -> Fig
     """Small multiples of 2-D embedding projections: coords [rows, cols, V, 2].
 
     Colour = token role, marker = attribute, so groups that the model has (or has not) separated show at once.
+    Both axes share one scale, so a principal axis that carries little variance looks short.
     """
     rows, cols = coords.shape[0], coords.shape[1]
     fig, axes = plt.subplots(rows, cols, figsize=(3.1 * cols, 2.9 * rows), squeeze=False)
@@ -323,6 +324,7 @@ def embedding_pca_grid(coords, roles, attributes, row_titles, col_titles) -> Fig
                                label=f"{role}, attr {a}" if r == 0 and c == 0 else None)
             ax.set_xticks([])
             ax.set_yticks([])
+            ax.set_aspect("equal", adjustable="datalim")  # PC2 drawn to PC1's scale: a weak axis looks weak
             if r == 0:
                 ax.set_title(col_titles[c], fontsize=9)
             if c == 0:

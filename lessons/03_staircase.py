@@ -120,9 +120,8 @@ print("γ = 0.5, the H1 dwell is at most a fifth of the shortest at γ = 1, in e
 # %%
 # NBVAL_CHECK_OUTPUT
 loose = measure_runs(traj.steps, traj.loss[standard], result.levels, flat=1.0)  # any slope counts
-print("γ = 0.5: some run spends ≥ 15 steps near H1 while passing it:",
-      any(r.rungs[1].dwell >= 15 for r in loose),
-      "| of which it rests:", max(reads[k].rungs[1].dwell for k in standard), "steps")
+print("γ = 0.5: some run spends ≥ 15 steps near H1 while passing it:", any(r.rungs[1].dwell >= 15 for r in loose),
+      "| and none rests there:", all(reads[k].rungs[1].dwell == 0 for k in standard))
 
 # %% [markdown]
 # ## The embeddings, order by order
@@ -205,8 +204,9 @@ fig = plots.embedding_pca_grid(torch.stack([rung_pca(k) for k in small]), roles,
 plt.show()
 
 # %% [markdown]
-# On the H1 rung the keys form two tight clusters, one per attribute, and all anchors sit at the
-# origin: the geometry of ΔS¹ (lesson 01). On H2 the first anchors have split by attribute too; on
+# On the H1 rung the keys form two tight clusters, one per attribute, far apart, and the anchors
+# stay near the origin (the first anchors have only begun to move, along a much shorter second
+# axis): the geometry of ΔS¹ (lesson 01). On H2 the first anchors have split by attribute too; on
 # H3 the second anchors have joined. The axes differ from seed to seed (the embedding basis is
 # arbitrary, lesson 02) but the clusters on each rung are the same in all three seeds.
 
@@ -264,15 +264,22 @@ fig = plots.rung_curves(z3_run.trajectory.steps, z3_run.trajectory.loss, ladder,
 plt.show()
 
 # %%
+for seed, read in zip(z3_run.seeds, z3_reads):
+    print(f"seed {seed}: dwell on each level of the ladder above {read.dwells()}, largest rise {read.rise:.2f}")
+
+# %%
 # NBVAL_CHECK_OUTPUT
 print("every seed rests ≥ 100 steps on the predicted sub-rung:", all(r.rungs[2].dwell >= 100 for r in z3_reads))
-print("and longer there than on H(Y | x1, x2):", all(r.rungs[2].dwell > r.rungs[3].dwell for r in z3_reads))
+print("some seed passes H(Y | x1, x2) without resting 50 steps:", any(r.rungs[3].dwell < 50 for r in z3_reads))
+print("every seed climbs back by more than 0.03 nats at least once:", all(r.rise > 0.03 for r in z3_reads))
 
 # %% [markdown]
-# The longest rest between H1 and H2 is the predicted sub-rung, not H2, and H2 itself is passed
-# more quickly. With three-valued attributes each order brings two rungs (whether, then which), so
-# a figure of this task needs the sub-rungs drawn and named, or its rests are misread. This is why
-# the headline task uses binary attributes.
+# Every seed rests for hundreds of steps on the predicted sub-rung, a level no order of the ladder
+# names, while H(Y | x1, x2) itself is passed without a rest in some seeds. With three-valued
+# attributes each order brings two rungs (whether, then which), so a figure of this task needs the
+# sub-rungs drawn and named, or its rests are misread. Learning rate 1 is also at the edge of
+# stability here: every seed spikes upward at least once, and none has reached H3 by step 3000.
+# This is why the headline task uses binary attributes.
 
 # %% [markdown]
 # ## Explore
