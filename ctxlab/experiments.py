@@ -78,12 +78,11 @@ class StaircaseResult:
             read, diverged = self.rungs[k], int(self.trajectory.diverged_at[k])
             run = {"gamma": g, "seed": s, "steps": steps, "loss": [round(float(v), 6) for v in self.trajectory.loss[k]],
                    "diverged_at_step": None if diverged < 0 else diverged}
-            if read is not None:
-                run.update({
-                    "rungs": [{"order": r.order, "predicted_loss": round(r.level, 6), "dwell_steps": r.dwell,
-                               "onset_step": None if r.onset < 0 else r.onset} for r in read.rungs],
-                    "max_rise": round(read.rise, 6), "ends_on": read.ends_on, "final_loss": round(read.final, 6),
-                })
+            run.update({"rungs": None, "max_rise": None, "ends_on": None, "final_loss": None} if read is None else {
+                "rungs": [{"order": r.order, "predicted_loss": round(r.level, 6), "dwell_steps": r.dwell,
+                           "onset_step": None if r.onset < 0 else r.onset} for r in read.rungs],
+                "max_rise": round(read.rise, 6), "ends_on": read.ends_on, "final_loss": round(read.final, 6),
+            })
             runs.append(run)
         info = self.task.info
         return {

@@ -121,7 +121,7 @@ def measure_rungs(steps: Tensor, loss: Tensor, levels: Sequence[float], tol: flo
     """Read one loss curve [T] against the ladder ``levels``: dwell, onset and span per rung, rise, end.
 
     ``flat`` (default ``tol / 100`` nats per step) is the steepest slope that still counts as resting:
-    at that slope the loss would need 100 steps to cross the tolerance band.
+    at that slope the loss needs 100 steps to move by ``tol``.
     """
     steps, loss, levels = _check(steps, loss, levels)
     if loss.ndim != 1:

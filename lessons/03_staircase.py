@@ -82,8 +82,9 @@ plt.show()
 # a reader would agree with. For every predicted level H_k it measures
 #
 # * the **dwell**: the number of steps the loss spends within 0.01 nats of H_k *while flat* (moving
-#   by less than 10⁻⁴ nats per step, so that it would take 100 steps to cross the band). A curve
-#   that slides through a level without stopping, or rests at some other level nearby, gets no dwell;
+#   by at most 10⁻⁴ nats per step, so that it would take at least 100 steps to move by 0.01). A
+#   curve that slides through a level without stopping, or rests at some other level nearby, gets
+#   no dwell;
 # * the **onset**: the first step at which the loss is below the midpoint (H_{k−1} + H_k)/2;
 #
 # and for the whole curve the largest **rise** after leaving H0 (how far it ever climbs back above

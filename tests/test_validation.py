@@ -9,7 +9,7 @@ import math
 import pytest
 import torch
 
-from ctxlab import align, composition, corpus, signatures, tasks, theory, transplant
+from ctxlab import align, composition, corpus, rungs, signatures, tasks, theory, transplant
 from ctxlab.lm import NGramPredictor, TinyGPT, generate, train_lm
 from ctxlab.models import EmbMLP, ensemble_grid, make_model
 from ctxlab.train import train
@@ -121,9 +121,10 @@ CASES = {
     "ridge negative alpha": (lambda: align.ridge_r2(E, S, alpha=-1.0), "alpha"),
     "cka float tokens": (lambda: align.cka(E, S, tokens=[0.5, 1.5, 2.5]), "tokens"),
     "permutation_baseline zero shuffles": (lambda: align.permutation_baseline("cka", E, S, n=0), "n"),
-    "crossing_step NaN level": (lambda: align.crossing_step(steps(), torch.rand(5), NAN), "level"),
-    "stair_onsets one level": (lambda: align.stair_onsets(steps(), torch.rand(5), [1.0]), "levels"),
-    "find_plateaus negative flat": (lambda: align.find_plateaus(steps(), torch.rand(5), flat=-1.0), "flat"),
+    "crossing_step NaN level": (lambda: rungs.crossing_step(steps(), torch.rand(5), NAN), "level"),
+    "stair_onsets one level": (lambda: rungs.stair_onsets(steps(), torch.rand(5), [1.0]), "levels"),
+    "measure_rungs negative flat": (lambda: rungs.measure_rungs(steps(), torch.rand(5), [1.0, 0.5], flat=-1.0), "flat"),
+    "measure_rungs negative tol": (lambda: rungs.measure_rungs(steps(), torch.rand(5), [1.0, 0.5], tol=-1.0), "tol"),
     "pca_2d NaN": (lambda: align.pca_2d(E_NAN), "E"),
     "noise_sweep NaN noise": (lambda: align.noise_sweep(S, [NAN], [0], n_shuffles=1, metrics=("cka",)), "noise"),
     "noise_sweep negative noise": (lambda: align.noise_sweep(S, [-1.0], [0], n_shuffles=1, metrics=("cka",)), "noise"),
