@@ -245,6 +245,8 @@ ctx_coupled = context_signature(coupled, order=1, form="centered", names=names)
 p_a10 = float(joint(coupled, (0, 1)).sum(-1)[0, 9] / joint(coupled, (0,)).sum(-1)[0])
 print(f"{coupled.n} sequences kept; P(x2 = a10 | x1 = k0) within 1e-6 of 1/3 (3 anchors share k0's attribute):",
       abs(p_a10 - 1 / 3) < 1e-6)
+
+# %%
 fig = plots.cosine_matrices([ctx1, ctx_coupled], titles=["hierarchy task (independent)", "anchor copies the key's attribute"])
 plt.show()
 
