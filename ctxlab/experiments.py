@@ -60,11 +60,6 @@ class StaircaseResult:
     norms: dict[str, torch.Tensor]  # role -> [K, T]: mean norm of E - E0 over the role's tokens
     seconds: float
 
-    @property
-    def onsets(self) -> torch.Tensor:
-        """[K, L]: onset step of stairs 1..L (-1: never reached)."""
-        return stair_onsets(self.trajectory.steps, self.trajectory.loss, self.levels)
-
     def runs_at(self, gamma: float) -> list[int]:
         """Model indices trained at ``gamma``."""
         return [k for k, g in enumerate(self.gammas) if g == gamma]

@@ -16,6 +16,7 @@ from matplotlib.figure import Figure
 
 from ctxlab.align import order_shares
 from ctxlab.env import profile as current_profile
+from ctxlab.experiments import HEADLINE_TASK
 from ctxlab.models import ensemble_grid, make_model
 from ctxlab.signatures import label_signature
 from ctxlab.tasks import make_task
@@ -27,7 +28,7 @@ OPTIMIZER_LR = {"gd": 1.0, "adam": 0.001}
 
 # Both profiles train the headline model and task (a narrower MLP loses the H1 rung); quick: 5 γ x 2
 # seeds, under a minute on 2 CPU cores; full: 8 γ x 3 seeds.
-HEADLINE_ARGS = (("block", 8), ("n_values", 2))
+HEADLINE_ARGS = (("block", HEADLINE_TASK["block"]), ("n_values", HEADLINE_TASK["n_values"]))
 PROFILE_SETTINGS = {
     "quick": {"task_args": HEADLINE_ARGS, "gammas": (0.5, 0.75, 1.0, 1.25, 1.5), "seeds": (0, 1), "steps": 4000,
               "d": 32, "hidden": 128, "record_every": 20},
