@@ -82,6 +82,22 @@ def _one_hot_embed(x: Tensor, table: Tensor) -> Tensor:
     return torch.einsum("knlv,kvd->knld", one_hot, table)
 
 
+def _first_layer(x: Tensor, table: Tensor, w1: Tensor) -> Tensor:
+    """concat(E[x_1], ..., E[x_L]) W1 as sum_l (E W1_l)[x_l]: [K, N, hidden].
+
+    The same numbers as embedding then multiplying, with the big matmul over the L*V rows of the
+    per-position tables instead of the L*d inputs of every sequence (cheaper when V < d*hidden/...);
+    both matmuls are batched over models with the same shape per model, so model k of an ensemble
+    computes exactly what it would alone.
+    """
+    K, V, d = table.shape
+    L = w1.shape[1] // d
+    per_position = table[:, None] @ w1.reshape(K, L, d, -1)  # [K, L, V, hidden]
+    rows = x.long() + V * torch.arange(L, device=x.device)  # row of (position l, token x_l) in the stacked tables
+    one_hot = nn.functional.one_hot(rows, L * V).sum(-2).to(table.dtype)  # [(K,) N, L*V]
+    return one_hot @ per_position.reshape(K, L * V, -1)
+
+
 def _check_sizes(**sizes) -> None:
     for name, value in sizes.items():
         integer(value, name, minimum=1)
@@ -129,11 +145,12 @@ class EmbMLP(Ensemble):
 
     def forward(self, x: Tensor) -> Tensor:
         _check_tokens(x, self.vocab_size, self.seq_len)
-        h = _one_hot_embed(x, self.embedding)  # [K, N, L, d]
         if self.layernorm:
-            h = nn.functional.layer_norm(h, (self.d,))
-        h = h.reshape(h.shape[0], h.shape[1], -1)
-        return ACTIVATIONS[self.activation](h @ self.w1) @ self.w2
+            h = nn.functional.layer_norm(_one_hot_embed(x, self.embedding), (self.d,))  # [K, N, L, d]
+            u = h.reshape(h.shape[0], h.shape[1], -1) @ self.w1
+        else:
+            u = _first_layer(x, self.embedding, self.w1)
+        return ACTIVATIONS[self.activation](u) @ self.w2
 
 
 class EmbAttention(Ensemble):
