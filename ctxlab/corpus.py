@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from ctxlab.tasks import Dataset
+from ctxlab.dataset import Dataset
 from ctxlab.validate import integer, token_ids
 
 SOURCES = ("shakespeare", "pydoc")

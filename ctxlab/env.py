@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import platform
-import random
 import sys
 
 PROFILES = ("quick", "full")
@@ -50,16 +49,6 @@ def device(name: str | None = None):
     if kind == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
         raise RuntimeError("device 'mps' asked for, but this machine has no Apple GPU; use 'cpu' or 'auto'")
     return torch.device(name)
-
-
-def seed_everything(seed: int) -> None:
-    """Seed Python, NumPy and torch so that a re-run reproduces a lesson's numbers."""
-    import numpy as np
-    import torch
-
-    random.seed(seed)
-    np.random.seed(seed % 2**32)
-    torch.manual_seed(seed)
 
 
 def profile() -> str:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from ctxlab.tasks import Dataset
+from ctxlab.dataset import Dataset
 from ctxlab.validate import integer, nonempty, number, token_ids
 
 FORMS = ("raw", "centered", "incremental")

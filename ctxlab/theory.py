@@ -19,7 +19,7 @@ from torch import Tensor
 
 from ctxlab.models import EmbMLP, LinearEmb
 from ctxlab.signatures import entropy_ladder, joint
-from ctxlab.tasks import Dataset
+from ctxlab.dataset import Dataset
 from ctxlab.train import cross_entropy
 from ctxlab.validate import finite, integer, number
 

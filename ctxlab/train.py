@@ -17,7 +17,7 @@ from torch import Tensor
 from ctxlab.env import device as pick_device
 from ctxlab.env import progress_enabled
 from ctxlab.models import Ensemble
-from ctxlab.tasks import Dataset
+from ctxlab.dataset import Dataset
 from ctxlab.validate import integer, number
 
 OPTIMIZERS = ("gd", "sgd", "momentum", "adam")

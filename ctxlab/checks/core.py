@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 import torch
 from torch import Tensor
 
-from ctxlab.tasks import Dataset
+from ctxlab.dataset import Dataset
 
 
 @dataclass(frozen=True)

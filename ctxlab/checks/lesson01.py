@@ -22,7 +22,8 @@ from ctxlab.checks.core import (
     tensor_close,
 )
 from ctxlab.signatures import conditional_entropy, interaction, joint, label_signature
-from ctxlab.tasks import Dataset, hierarchy_task, xor_task
+from ctxlab.dataset import Dataset
+from ctxlab.tasks import hierarchy_task, xor_task
 
 
 def _hierarchy() -> Dataset:

@@ -20,7 +20,8 @@ from ctxlab.checks.core import (
 )
 from ctxlab.models import EmbMLP
 from ctxlab.signatures import joint
-from ctxlab.tasks import Dataset, Task, hierarchy_task, with_token_frequencies, xor_task, zipf
+from ctxlab.dataset import Dataset
+from ctxlab.tasks import Task, hierarchy_task, with_token_frequencies, xor_task, zipf
 from ctxlab.theory import cosine_per_model, embedding_velocity, mlp_embedding_velocity
 
 

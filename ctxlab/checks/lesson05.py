@@ -21,7 +21,8 @@ from ctxlab.checks.core import (
     tensor_close,
 )
 from ctxlab.models import LinearEmb
-from ctxlab.tasks import Dataset, hierarchy_task, modes_task, xor_task
+from ctxlab.dataset import Dataset
+from ctxlab.tasks import hierarchy_task, modes_task, xor_task
 from ctxlab.theory import correlation_modes, fit_growth_rate, input_output_correlation, mode_strengths, product_map
 from ctxlab.train import train
 

@@ -21,7 +21,8 @@ from ctxlab.checks.core import (
     tensor_close,
 )
 from ctxlab.signatures import interaction, joint
-from ctxlab.tasks import Dataset, hierarchy_task, xor_task
+from ctxlab.dataset import Dataset
+from ctxlab.tasks import hierarchy_task, xor_task
 from ctxlab.theory import pair_residual
 
 

@@ -30,9 +30,10 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from ctxlab.course import manifest as check_manifest
+
 LESSONS, EXERCISES, SOLUTIONS, EXERCISE_SOURCES = "lessons", "exercises", "solutions", "exercises/src"
 VARIANT_TAGS = ("solution", "exercise")  # build-time directives, not kept in the notebooks
-CHECK_TAG = "check"
 README_START, README_END = "<!-- lessons:start -->", "<!-- lessons:end -->"
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 CELL_TIMEOUT_S = 600
@@ -270,15 +271,12 @@ MANIFEST_PATH = "ctxlab/course/check_cells.py"
 
 def manifest_text(root: Path, config: Config) -> str:
     """The manifest of every exercise set's check cells, rendered from exercises/src (runs nothing)."""
-    from ctxlab.course.grading import manifest_text as text
-    from ctxlab.course.grading import skeleton
-
-    manifest: dict = {}
+    sets: dict = {}
     for t in targets(root):
         if t.variant != "lesson":
-            entry = manifest.setdefault(t.source.stem, {"source": t.source.relative_to(root).as_posix(), "variants": {}})
-            entry["variants"][t.variant] = skeleton(render(t, config), str(t.source.relative_to(root)))
-    return text(manifest)
+            entry = sets.setdefault(t.source.stem, {"source": t.source.relative_to(root).as_posix(), "variants": {}})
+            entry["variants"][t.variant] = check_manifest.skeleton(render(t, config), str(t.source.relative_to(root)))
+    return check_manifest.render(sets)
 
 
 # --- build and check -------------------------------------------------------------------------
