@@ -15,7 +15,7 @@ import torch
 from torch import Tensor, nn
 
 from ctxlab.env import device as pick_device
-from ctxlab.models import Ensemble, _check_sizes, _one_hot_embed
+from ctxlab.models import Ensemble, check_sizes, one_hot_embed
 from ctxlab.signatures import ngram_tables
 from ctxlab.train import (
     OPTIMIZERS,
@@ -23,8 +23,8 @@ from ctxlab.train import (
     Optimizer,
     Recorder,
     Trajectory,
-    _per_model,
-    _record_steps,
+    per_model,
+    recorded_steps,
     blank_after_divergence,
     check_training_settings,
     progress_bar,
@@ -43,7 +43,7 @@ class TinyGPT(Ensemble):
     def __init__(self, vocab_size: int, context: int, d: int = 64, n_layers: int = 2, n_heads: int = 2,
                  gamma=1.0, seed=0, layernorm: bool = False, tie_embeddings: bool = False) -> None:
         super().__init__(gamma, seed)
-        _check_sizes(vocab_size=vocab_size, context=context, d=d, n_layers=n_layers, n_heads=n_heads)
+        check_sizes(vocab_size=vocab_size, context=context, d=d, n_layers=n_layers, n_heads=n_heads)
         if d % n_heads:
             raise ValueError(f"d = {d} must be divisible by n_heads = {n_heads}")
         self.vocab_size, self.seq_len, self.n_labels = vocab_size, context, vocab_size
@@ -71,7 +71,7 @@ class TinyGPT(Ensemble):
         if int(x.min()) < 0 or int(x.max()) >= self.vocab_size:
             raise ValueError(f"token ids must lie in [0, {self.vocab_size})")
         K, (N, T), H = self.n_models, x.shape, self.n_heads
-        h = _one_hot_embed(x, self.embedding) + self.position[:, None, :T]  # [K, N, T, d]
+        h = one_hot_embed(x, self.embedding) + self.position[:, None, :T]  # [K, N, T, d]
         mask = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
         for block in self.blocks:
             a = self._norm(h)
@@ -225,9 +225,9 @@ def train_lm(
     if batch_size % world:
         raise ValueError(f"batch_size {batch_size} must be divisible by the number of processes ({world})")
     params = [p for p in model.parameters() if p.requires_grad]
-    opt = Optimizer(optimizer, params, _per_model(lr, model.n_models, "lr", dev), 0.0, weight_decay)
+    opt = Optimizer(optimizer, params, per_model(lr, model.n_models, "lr", dev), 0.0, weight_decay)
     watch = DivergenceWatch(model, opt, on_divergence)
-    wanted = set(_record_steps(steps, record_every, None))
+    wanted = set(recorded_steps(steps, record_every, None))
     recorder = Recorder(len(wanted))
     samples = []
     if sample_at and prompt is None:

@@ -71,7 +71,7 @@ class Ensemble(nn.Module):
         return nn.Parameter(torch.stack(slices))
 
 
-def _one_hot_embed(x: Tensor, table: Tensor) -> Tensor:
+def one_hot_embed(x: Tensor, table: Tensor) -> Tensor:
     """Look up rows of a [K, V, d] table for tokens x [N, L] (or [K, N, L]): [K, N, L, d].
 
     A one-hot matmul instead of indexing: its backward is much faster on a CPU.
@@ -98,7 +98,8 @@ def _first_layer(x: Tensor, table: Tensor, w1: Tensor) -> Tensor:
     return one_hot @ per_position.reshape(K, L * V, -1)
 
 
-def _check_sizes(**sizes) -> None:
+def check_sizes(**sizes) -> None:
+    """Every size a positive integer, named in the error if not."""
     for name, value in sizes.items():
         integer(value, name, minimum=1)
 
@@ -136,7 +137,7 @@ class EmbMLP(Ensemble):
         super().__init__(gamma, seed)
         if activation not in ACTIVATIONS:
             raise ValueError(f"unknown activation {activation!r}; choose one of {sorted(ACTIVATIONS)}")
-        _check_sizes(vocab_size=vocab_size, seq_len=seq_len, n_labels=n_labels, d=d, hidden=hidden)
+        check_sizes(vocab_size=vocab_size, seq_len=seq_len, n_labels=n_labels, d=d, hidden=hidden)
         self.vocab_size, self.seq_len, self.n_labels = vocab_size, seq_len, n_labels
         self.d, self.hidden, self.activation, self.layernorm = d, hidden, activation, layernorm
         self.embedding = self._weight(vocab_size, d, fan_in=d)
@@ -146,7 +147,7 @@ class EmbMLP(Ensemble):
     def forward(self, x: Tensor) -> Tensor:
         _check_tokens(x, self.vocab_size, self.seq_len)
         if self.layernorm:
-            h = nn.functional.layer_norm(_one_hot_embed(x, self.embedding), (self.d,))  # [K, N, L, d]
+            h = nn.functional.layer_norm(one_hot_embed(x, self.embedding), (self.d,))  # [K, N, L, d]
             u = h.reshape(h.shape[0], h.shape[1], -1) @ self.w1
         else:
             u = _first_layer(x, self.embedding, self.w1)
@@ -181,7 +182,7 @@ class EmbAttention(Ensemble):
         if activation not in ACTIVATIONS:
             raise ValueError(f"unknown activation {activation!r}; choose one of {sorted(ACTIVATIONS)}")
         d_head = d if d_head is None else d_head
-        _check_sizes(vocab_size=vocab_size, seq_len=seq_len, n_labels=n_labels, d=d, d_head=d_head, hidden=hidden)
+        check_sizes(vocab_size=vocab_size, seq_len=seq_len, n_labels=n_labels, d=d, d_head=d_head, hidden=hidden)
         self.vocab_size, self.seq_len, self.n_labels = vocab_size, seq_len, n_labels
         self.d, self.d_head, self.hidden, self.activation = d, d_head, hidden, activation
         self.residual, self.layernorm, self.mlp = residual, layernorm, mlp
@@ -202,7 +203,7 @@ class EmbAttention(Ensemble):
 
     def _forward(self, x: Tensor) -> tuple[Tensor, Tensor]:
         _check_tokens(x, self.vocab_size, self.seq_len)
-        h = _one_hot_embed(x, self.embedding) + self.position[:, None]  # [K, N, L, d]
+        h = one_hot_embed(x, self.embedding) + self.position[:, None]  # [K, N, L, d]
         q = h @ self.w_q[:, None]
         k = h @ self.w_k[:, None]
         scores = q @ k.transpose(-1, -2) / math.sqrt(self.d_head)
@@ -236,14 +237,14 @@ class LinearEmb(Ensemble):
 
     def __init__(self, vocab_size: int, seq_len: int, n_labels: int, d: int = 32, gamma=1.0, seed=0) -> None:
         super().__init__(gamma, seed)
-        _check_sizes(vocab_size=vocab_size, seq_len=seq_len, n_labels=n_labels, d=d)
+        check_sizes(vocab_size=vocab_size, seq_len=seq_len, n_labels=n_labels, d=d)
         self.vocab_size, self.seq_len, self.n_labels, self.d = vocab_size, seq_len, n_labels, d
         self.embedding = self._weight(vocab_size, d, fan_in=d)
         self.w = self._weight(seq_len * d, n_labels, fan_in=seq_len * d)
 
     def forward(self, x: Tensor) -> Tensor:
         _check_tokens(x, self.vocab_size, self.seq_len)
-        h = _one_hot_embed(x, self.embedding)  # [K, N, L, d]
+        h = one_hot_embed(x, self.embedding)  # [K, N, L, d]
         return h.reshape(h.shape[0], h.shape[1], -1) @ self.w
 
 

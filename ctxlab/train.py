@@ -107,7 +107,8 @@ def cross_entropy(logits: Tensor, data: Dataset) -> Tensor:
     return per_row @ data.weights.to(logp.dtype)
 
 
-def _per_model(value, k: int, name: str, device) -> Tensor:
+def per_model(value, k: int, name: str, device) -> Tensor:
+    """One finite non-negative value per model [k] from a number or a list (learning rates)."""
     if isinstance(value, Tensor) and (value.is_complex() or value.dtype == torch.bool):
         raise ValueError(f"{name} must be real numbers, got dtype {value.dtype}")
     try:
@@ -179,7 +180,8 @@ def check_training_settings(steps, momentum, weight_decay, on_divergence: str) -
         raise ValueError(f"unknown on_divergence {on_divergence!r}; choose one of {ON_DIVERGENCE}")
 
 
-def _record_steps(steps: int, record_every: int | None, record_steps) -> list[int]:
+def recorded_steps(steps: int, record_every: int | None, record_steps) -> list[int]:
+    """The steps a loop records: ``record_steps`` checked, else every ``record_every`` (about 500 by default)."""
     if record_steps is not None:
         if isinstance(record_steps, (str, bytes)):
             raise ValueError(f"record_steps must be a list of integer steps, got {record_steps!r}")
@@ -300,11 +302,11 @@ def train(
     model = model.to(dev)
     data = data.to(dev)
     K = model.n_models
-    rates = _per_model(lr, K, "lr", dev)
+    rates = per_model(lr, K, "lr", dev)
     params = [p for p in model.parameters() if p.requires_grad]
     opt = Optimizer(optimizer, params, rates, momentum, weight_decay)
     watch = DivergenceWatch(model, opt, on_divergence)
-    wanted = _record_steps(steps, record_every, record_steps)
+    wanted = recorded_steps(steps, record_every, record_steps)
     probes = probes or {}
     batches = torch.Generator(device="cpu").manual_seed(seed)
 

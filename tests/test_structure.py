@@ -1,0 +1,76 @@
+"""The library's shape: data flows one way (no import cycle) and modules keep their privates.
+
+Both read the source with ``ast`` (nothing is imported), so function-local imports count too.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "ctxlab"
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports(path: Path):
+    """(module, names) for every ``from ctxlab... import names`` and ``import ctxlab...`` in a file."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("ctxlab"):
+            yield node.module, [a.name for a in node.names]
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("ctxlab"):
+                    yield alias.name, []
+
+
+def dependency_graph() -> dict[str, set[str]]:
+    modules = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+    graph = {}
+    for name, path in modules.items():
+        deps = set()
+        for module, names in imports(path):
+            deps.add(module)
+            deps.update(f"{module}.{n}" for n in names if f"{module}.{n}" in modules)
+        # a package's __init__ is not a dependency of its own submodules' users in the cycle sense
+        graph[name] = {d for d in deps if d in modules and d != name and not name.startswith(d + ".") and d != "ctxlab"}
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def visit(node: str, path: list[str]) -> list[str] | None:
+        state[node] = 1
+        for dep in sorted(graph.get(node, ())):
+            if state.get(dep) == 1:
+                return path[path.index(dep):] + [dep]
+            if dep not in state and (cycle := visit(dep, path + [dep])):
+                return cycle
+        state[node] = 2
+        return None
+
+    for start in sorted(graph):
+        if start not in state and (cycle := visit(start, [start])):
+            return cycle
+    return None
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": set()}) is None
+
+
+def test_no_import_cycle_in_ctxlab():
+    assert find_cycle(dependency_graph()) is None
+
+
+def test_nothing_imports_another_modules_private_names():
+    sources = [*PACKAGE.rglob("*.py"), *(ROOT / "lessons").glob("*.py"), *(ROOT / "exercises" / "src").glob("*.py")]
+    leaks = [f"{path.relative_to(ROOT)}: {module}.{name}" for path in sources for module, names in imports(path)
+             for name in names if name.startswith("_") and not name.startswith("__")]
+    assert not leaks, "private names imported across modules:\n" + "\n".join(leaks)
