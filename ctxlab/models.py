@@ -32,6 +32,11 @@ def _as_list(value, name: str) -> list:
     return list(value) if isinstance(value, (Sequence, Tensor)) and not isinstance(value, str) else [value]
 
 
+def small_init(shape: Sequence[int], fan_in: int, gamma: float, generator: torch.Generator) -> Tensor:
+    """The course's one init formula: entries N(0, fan_in^(-2 gamma)), drawn from ``generator``."""
+    return torch.randn(*shape, generator=generator) * fan_in ** (-gamma)
+
+
 def ensemble_grid(gammas, seeds) -> tuple[list[float], list[int]]:
     """All (gamma, seed) pairs, gamma-major: the usual layout of a sweep."""
     pairs = [(float(g), integer(s, "seeds")) for g in nonempty(_as_list(gammas, "gammas"), "gammas")
@@ -65,10 +70,7 @@ class Ensemble(nn.Module):
 
     def _weight(self, *shape: int, fan_in: int) -> nn.Parameter:
         """A [K, *shape] parameter; slice k ~ N(0, fan_in^(-2 gamma_k)), drawn from model k's own stream."""
-        slices = [
-            torch.randn(*shape, generator=gen) * fan_in ** (-g) for g, gen in zip(self.gammas, self._generators)
-        ]
-        return nn.Parameter(torch.stack(slices))
+        return nn.Parameter(torch.stack([small_init(shape, fan_in, g, gen) for g, gen in zip(self.gammas, self._generators)]))
 
 
 def one_hot_embed(x: Tensor, table: Tensor) -> Tensor:

@@ -19,7 +19,7 @@ import torch
 from torch import Tensor
 
 from ctxlab.rungs import stair_onsets
-from ctxlab.models import Ensemble, make_model
+from ctxlab.models import Ensemble, make_model, small_init
 from ctxlab.signatures import label_signature
 from ctxlab.tasks import Dataset, Task
 from ctxlab.train import Trajectory
@@ -105,8 +105,7 @@ def random_embedding(vocab_size: int, d: int, gamma: float, seed: int) -> Tensor
     integer(vocab_size, "vocab_size", minimum=1)
     integer(d, "d", minimum=1)
     integer(seed, "seed")
-    g = torch.Generator().manual_seed(seed)
-    return torch.randn(vocab_size, d, generator=g) * d ** (-gamma)
+    return small_init((vocab_size, d), d, gamma, torch.Generator().manual_seed(seed))
 
 
 def rescale(table: Tensor, norm: float) -> Tensor:
