@@ -28,7 +28,6 @@ from ctxlab.widgets.staircase import (
     SweepSettings,
     compute_sweep,
     draw_staircase,
-    embedding_pca,
     staircase_explorer,
     staircase_sweep,
     sweep_from_result,
@@ -39,6 +38,6 @@ __all__ = [
     "AttentionSettings", "AttentionSweep", "attention_explorer", "attention_sweep", "compute_attention_sweep",
     "draw_attention", "SignatureSettings", "SignatureView", "compute_signature", "draw_signature",
     "signature_explorer", "signature_view", "StaircaseSweep", "SweepSettings", "compute_sweep", "draw_staircase",
-    "embedding_pca", "staircase_explorer", "staircase_sweep", "sweep_from_result",
+    "staircase_explorer", "staircase_sweep", "sweep_from_result",
     "sweep_settings",
 ]

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 import torch
 from matplotlib.figure import Figure
 
-from ctxlab.align import order_shares
+from ctxlab.align import order_shares, pca_2d
 from ctxlab.env import profile as current_profile
 from ctxlab.experiments import HEADLINE_TASK
 from ctxlab.models import ensemble_grid, make_model
@@ -169,15 +169,6 @@ def sweep_from_result(result) -> StaircaseSweep:
     )
 
 
-def embedding_pca(E: torch.Tensor) -> torch.Tensor:
-    """[V, d] -> [V, 2] coordinates on the top two principal axes, signs fixed so frames don't flip."""
-    centred = E.double() - E.double().mean(0)
-    _, _, Vh = torch.linalg.svd(centred, full_matrices=False)
-    coords = centred @ Vh[:2].T
-    signs = torch.sign(coords[coords.abs().argmax(0), torch.arange(coords.shape[1])])
-    return (coords * torch.where(signs == 0, 1.0, signs)).float()
-
-
 def _check_index(name: str, value: int, size: int) -> None:
     if not 0 <= value < size:
         raise IndexError(f"{name} must lie in [0, {size}), got {value}")
@@ -254,7 +245,7 @@ class StaircaseView:
         step = int(sweep.steps[step_index])
         for marker in self.markers:
             marker.set_xdata([step, step])
-        coords = embedding_pca(sweep.embeddings[gamma_index, seed_index, step_index]).numpy() / self._radius
+        coords = pca_2d(sweep.embeddings[gamma_index, seed_index, step_index]).numpy() / self._radius
         for role, points in self.role_points.items():
             points.set_offsets(coords[self.role_index[role]])
         self.ax_pca.set_title(f"embedding PCA at step {step}")
