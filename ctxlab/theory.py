@@ -216,24 +216,6 @@ def model_pair_residual(model, data: Dataset, i: int, j: int) -> Tensor:
     return pair_residual(data, probs, i, j)
 
 
-def group_cosines(E: Tensor, groups: Tensor) -> tuple[Tensor, Tensor]:
-    """Mean cosine between embedding rows of the same group and of different groups.
-
-    E: [..., n, d] rows (e.g. the anchor tokens' embeddings); groups: [n] labels.
-    Returns (within, between), each [...]: how far the rows have split along ``groups``.
-    """
-    g = torch.as_tensor(groups)
-    if E.shape[-2] != g.numel() or g.numel() < 2:
-        raise ValueError(f"need one group label per row: {E.shape[-2]} rows, {g.numel()} labels")
-    X = torch.nn.functional.normalize(finite(E, "E (embeddings)").double(), dim=-1)
-    cos = X @ X.transpose(-1, -2)
-    same = g[:, None] == g[None, :]
-    off = ~torch.eye(g.numel(), dtype=torch.bool)
-    if not bool((same & off).any()) or not bool((~same).any()):
-        raise ValueError("need at least two rows in some group and at least two groups")
-    return cos[..., same & off].mean(-1), cos[..., ~same].mean(-1)
-
-
 # --- lesson 07: attention at small init ---
 
 

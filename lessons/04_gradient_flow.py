@@ -28,6 +28,7 @@
 import matplotlib.pyplot as plt
 import torch
 
+from ctxlab.align import class_cosines
 from ctxlab.rungs import stair_onsets
 from ctxlab.models import ensemble_grid, make_model
 from ctxlab.signatures import joint
@@ -35,7 +36,6 @@ from ctxlab.tasks import hierarchy_task, with_token_frequencies, zipf
 from ctxlab.theory import (
     cosine_per_model,
     embedding_velocity,
-    group_cosines,
     mlp_embedding_velocity,
     plateau_levels,
 )
@@ -310,8 +310,8 @@ print("over more than a decade of frequency x ||q - u||:", span > 10)
 # NBVAL_CHECK_OUTPUT
 key_ids = task.role_tokens("key")
 key_attr = task.info["attribute"][key_ids]
-within_now, _ = group_cosines(run.embeddings[:, -1][:, key_ids], key_attr)
-within_moved, _ = group_cosines((run.embeddings[:, -1] - run.embeddings[:, 0])[:, key_ids], key_attr)
+within_now, _ = class_cosines(run.embeddings[:, -1][:, key_ids], key_attr)
+within_moved, _ = class_cosines((run.embeddings[:, -1] - run.embeddings[:, 0])[:, key_ids], key_attr)
 print("step 400, keys of the same attribute: cosine > 0.9 at gamma = 1, < 0.7 at gamma = 0.5:",
       bool(within_now[0] > 0.9 and within_now[1] < 0.7))
 print("their displacements E(400) - E(0) agree at both gammas (cosine > 0.85):", bool((within_moved > 0.85).all()))

@@ -26,6 +26,7 @@
 import matplotlib.pyplot as plt
 import torch
 
+from ctxlab.align import class_cosines
 from ctxlab.models import make_model
 from ctxlab.plots import embedding_split_figure
 from ctxlab.rungs import measure_runs
@@ -33,7 +34,6 @@ from ctxlab.signatures import conditional_entropy, interaction
 from ctxlab.tasks import Dataset, hierarchy_task
 from ctxlab.theory import (
     cosine_per_model,
-    group_cosines,
     model_pair_residual,
     plateau_levels,
 )
@@ -242,10 +242,10 @@ E_at = {when: torch.stack([embeddings[k, i] for k, i in enumerate(idx)]) for whe
 table = {}
 for role, ids in (("key", keys), ("anchor1", anchors1), ("anchor2", anchors2)):
     for when, E in E_at.items():
-        table[role, when] = group_cosines(E[:, ids], attr[ids])  # (within, between), one per seed
+        table[role, when] = class_cosines(E[:, ids], attr[ids])  # (within, between), one per seed
         print(f"{role:8s} {when:9s} cosine within attribute {float(table[role, when][0].mean()):5.2f}, "
               f"between {float(table[role, when][1].mean()):5.2f} (mean of seeds)")
-zero_vs_rest = {when: group_cosines(E[:, anchors1], (attr[anchors1] == 0).long()) for when, E in E_at.items()}
+zero_vs_rest = {when: class_cosines(E[:, anchors1], (attr[anchors1] == 0).long()) for when, E in E_at.items()}
 moved = (E_at["plateau"] - embeddings[:, 0]).norm(dim=-1)  # [K, V]: how far each token has moved by step 400
 still = moved[:, anchors1].mean(-1) / moved[:, keys].mean(-1)
 print("anchor-1 displacement / key displacement on the plateau:", [round(float(r), 2) for r in still])

@@ -7,7 +7,7 @@ import torch
 
 from ctxlab.signatures import conditional_entropy, interaction, joint
 from ctxlab.tasks import TASKS, hierarchy_task, make_task, partner_task
-from ctxlab.theory import group_cosines, pair_residual
+from ctxlab.theory import pair_residual
 
 
 def _order1_optimum(data):
@@ -35,14 +35,6 @@ def test_pair_residual_rejects_bad_input():
         pair_residual(data, data.targets(), 1, 1)
     with pytest.raises(ValueError, match="probs"):
         pair_residual(data, data.targets()[:5], 0, 1)
-
-
-def test_group_cosines_of_a_simplex():
-    E = torch.tensor([[1.0, 0.0], [2.0, 0.0], [-1.0, 0.0], [-3.0, 0.0]])
-    within, between = group_cosines(E, torch.tensor([0, 0, 1, 1]))
-    assert float(within) == pytest.approx(1.0) and float(between) == pytest.approx(-1.0)
-    with pytest.raises(ValueError):
-        group_cosines(E, torch.tensor([0, 1, 2, 3]))
 
 
 def test_partner_task_population_and_levels():

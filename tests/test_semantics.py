@@ -67,6 +67,12 @@ def test_signature_classes_follow_the_hierarchy_orders():
     assert len(align.signature_classes(s1, s2, s3).unique()) == 9
 
 
+def test_class_cosines_of_a_simplex():
+    E = torch.tensor([[1.0, 0.0], [2.0, 0.0], [-1.0, 0.0], [-3.0, 0.0]])
+    within, between = align.class_cosines(E, torch.tensor([0, 0, 1, 1]))
+    assert float(within) == pytest.approx(1.0) and float(between) == pytest.approx(-1.0)
+
+
 def test_class_cosines_separate_collapsed_classes():
     g = torch.Generator().manual_seed(3)
     centres = torch.randn(3, 16, generator=g)

@@ -154,7 +154,7 @@ CASES = {
     "pair_residual float position": (lambda: theory.pair_residual(DATA, DATA.y, 0.5, 1), "i"),
     "pair_residual NaN probs": (lambda: theory.pair_residual(DATA, with_nan(DATA.y), 0, 1), "probs"),
     "departure_step NaN tol": (lambda: theory.departure_step(steps(), torch.rand(5), NAN), "tol"),
-    "group_cosines NaN rows": (lambda: theory.group_cosines(E_NAN, torch.arange(V) % 2), "E"),
+    "class_cosines NaN rows": (lambda: align.class_cosines(E_NAN, torch.arange(V) % 2), "E"),
     # corpus
     "load_text float max_chars": (lambda: corpus.load_text("pydoc", max_chars=10.5), "max_chars"),
     "decode float ids": (lambda: corpus.CharTokenizer("abc").decode([0.5, 1.0]), "ids"),
