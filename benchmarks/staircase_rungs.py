@@ -5,7 +5,7 @@
 For each task it runs ``ctxlab staircase --json`` (the command users run), reads the JSON back and
 checks, at gamma = 1 in every seed: a dwell of >= 100 steps within 0.01 nats of every intermediate
 level (flat there, as ctxlab.rungs reads it; the steps within 0.01 at any slope are printed beside
-it), no rise of more than 0.01 after leaving H0, an end within 0.01 of the last level; for the
+it, and so is every tread of 50 steps or more at no predicted level), no rise of more than 0.01 after leaving H0, an end within 0.01 of the last level; for the
 headline task also that the gamma = 0.5 dwell on H1 is at most a fifth of gamma = 1's. It prints
 the dwells, the wall time of each command, and exits non-zero when a criterion fails.
 """
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from ctxlab.rungs import measure_rungs
+from ctxlab.rungs import measure_rungs, treads
 
 RUNS = {
     "headline": [],
@@ -42,6 +42,12 @@ def check(name: str, data: dict) -> list[str]:
         last = levels[-1]
         print(f"{name}: gamma 1 seed {r['seed']}: dwell per rung {dwells} (steps within 0.01 at any slope: {near}), "
               f"max rise {r['max_rise']:.4f}, final - last level {r['final_loss'] - last:+.4f}")
+        unpredicted = [t for t in treads(torch.tensor(r["steps"]), torch.tensor(r["loss"]))
+                       if min(abs(t.level - h) for h in levels) > data["tolerance"]]
+        for t in unpredicted:
+            below = max((k for k, h in enumerate(levels) if h > t.level), default=0)
+            print(f"  a tread at no predicted level: {t.level:.4f} for {t.steps} steps ({t.first}-{t.last}), "
+                  f"{t.level - levels[below + 1]:+.4f} from H{below + 1}" if below + 1 < len(levels) else "")
         if min(dwells[1:-1]) < 100:
             failures.append(f"{name} seed {r['seed']}: an intermediate dwell below 100 steps ({dwells})")
         if r["max_rise"] > 0.01:

@@ -61,6 +61,14 @@ class Rungs:
 
 
 def _check(steps: Tensor, loss: Tensor, levels: Sequence[float]) -> tuple[Tensor, Tensor, list[float]]:
+    steps, loss = _check_curve(steps, loss)
+    levels = [float(h) for h in levels]
+    if len(levels) < 2 or any(not (a > b) for a, b in zip(levels, levels[1:])):
+        raise ValueError(f"levels must be a decreasing ladder H_0 > H_1 > ... of at least 2 values, got {levels}")
+    return steps, loss, levels
+
+
+def _check_curve(steps: Tensor, loss: Tensor) -> tuple[Tensor, Tensor]:
     steps = torch.as_tensor(steps)
     loss = torch.as_tensor(loss, dtype=torch.float64)
     if steps.ndim != 1 or steps.numel() < 2:
@@ -69,10 +77,7 @@ def _check(steps: Tensor, loss: Tensor, levels: Sequence[float]) -> tuple[Tensor
         raise ValueError(f"loss has {loss.shape[-1]} values per curve but there are {steps.numel()} recorded steps")
     if bool((steps.diff() <= 0).any()):
         raise ValueError("steps must be strictly increasing")
-    levels = [float(h) for h in levels]
-    if len(levels) < 2 or any(not (a > b) for a, b in zip(levels, levels[1:])):
-        raise ValueError(f"levels must be a decreasing ladder H_0 > H_1 > ... of at least 2 values, got {levels}")
-    return steps, loss, levels
+    return steps, loss
 
 
 def crossing_step(steps: Tensor, curve: Tensor, level: float, below: bool = True) -> Tensor:
@@ -152,6 +157,37 @@ def measure_rungs(steps: Tensor, loss: Tensor, levels: Sequence[float], tol: flo
     distance = [abs(final - h) for h in levels]
     nearest = min(range(len(levels)), key=distance.__getitem__)
     return Rungs(tuple(rungs), rise, final, nearest if distance[nearest] <= tol else None, tol)
+
+
+@dataclass(frozen=True)
+class Tread:
+    """A stretch where the loss rests (slope at most ``flat``): from step ``first`` to ``last`` at ``level``."""
+
+    first: int
+    last: int
+    level: float  # the loss at the tread's middle recorded step
+
+    @property
+    def steps(self) -> int:
+        return self.last - self.first
+
+
+def treads(steps: Tensor, loss: Tensor, tol: float = TOL, flat: float | None = None, min_steps: int = 50) -> list[Tread]:
+    """Every tread of one curve [T] lasting at least ``min_steps``, predicted or not: where the loss
+    really rests, to set beside the ladder (a tread at no predicted level is a sub-rung to explain)."""
+    steps, loss = _check_curve(steps, loss)
+    if loss.ndim != 1 or not bool(torch.isfinite(loss).all()):
+        raise ValueError("treads reads one finite loss curve [T]")
+    flat = tol / 100 if flat is None else flat
+    if not (flat > 0):
+        raise ValueError(f"flat must be positive, got {flat!r}")
+    slope = loss.diff().abs() / steps.diff().to(torch.float64)
+    found = []
+    for first, last in _flat_runs(steps, slope <= flat):
+        if last - first >= min_steps:
+            inside = ((steps >= first) & (steps <= last)).nonzero().flatten()
+            found.append(Tread(first, last, float(loss[inside[len(inside) // 2]])))
+    return found
 
 
 def measure_runs(steps: Tensor, losses: Tensor, levels: Sequence[float], tol: float = TOL,

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from ctxlab.align import order_shares
-from ctxlab.rungs import measure_rungs, measure_runs, stair_onsets
+from ctxlab.rungs import measure_rungs, measure_runs, stair_onsets, treads
 from ctxlab.signatures import label_signature
 from ctxlab.tasks import hierarchy_task
 
@@ -89,3 +89,21 @@ def test_order_shares_separate_the_orders():
     assert order_shares(random, sigs)[0].mean(0).tolist() == pytest.approx(chance, abs=0.01)
     with pytest.raises(ValueError, match="at least one signature"):
         order_shares(only_order_1, [])
+
+
+def test_treads_find_every_rest_predicted_or_not():
+    steps = torch.arange(0, 1001, 5)
+    # rests at 1.0 (steps 0-200), a quick drop, an unpredicted rest at 0.8 (300-600), a drop, rest at 0.5
+    loss = torch.full((len(steps),), 0.5, dtype=torch.float64)
+    loss[steps <= 200] = 1.0
+    loss[(steps > 200) & (steps < 300)] = torch.linspace(1.0, 0.8, int(((steps > 200) & (steps < 300)).sum()),
+                                                         dtype=torch.float64)
+    loss[(steps >= 300) & (steps <= 600)] = 0.8
+    loss[(steps > 600) & (steps < 700)] = torch.linspace(0.8, 0.5, int(((steps > 600) & (steps < 700)).sum()),
+                                                         dtype=torch.float64)
+    found = treads(steps, loss)
+    assert [(t.first, t.last) for t in found] == [(0, 205), (295, 605), (695, 1000)]
+    assert [round(t.level, 6) for t in found] == [1.0, 0.8, 0.5]
+    assert treads(steps, loss, min_steps=308) == [found[1]]  # only the 310-step rest is that long
+    with pytest.raises(ValueError, match="flat"):
+        treads(steps, loss, flat=0.0)
