@@ -45,9 +45,9 @@ def check(name: str, data: dict) -> list[str]:
         unpredicted = [t for t in treads(torch.tensor(r["steps"]), torch.tensor(r["loss"]))
                        if min(abs(t.level - h) for h in levels) > data["tolerance"]]
         for t in unpredicted:
-            below = max((k for k, h in enumerate(levels) if h > t.level), default=0)
+            k = min(range(len(levels)), key=lambda j: abs(t.level - levels[j]))
             print(f"  a tread at no predicted level: {t.level:.4f} for {t.steps} steps ({t.first}-{t.last}), "
-                  f"{t.level - levels[below + 1]:+.4f} from H{below + 1}" if below + 1 < len(levels) else "")
+                  f"{t.level - levels[k]:+.4f} from the nearest level H{k}")
         if min(dwells[1:-1]) < 100:
             failures.append(f"{name} seed {r['seed']}: an intermediate dwell below 100 steps ({dwells})")
         if r["max_rise"] > 0.01:
