@@ -10,8 +10,8 @@
 # **Prerequisites.** Lessons 03 (the staircase, the Emb-MLP and γ) and 11 (the question these
 # three lessons ask).
 #
-# **Run time.** About 15 s on a laptop CPU: two batched ensembles of small Emb-MLPs (nine and six
-# models, 1000 full-batch steps each).
+# **Run time.** About 20 s on one CPU core (single-threaded under nbval): two batched ensembles of
+# small Emb-MLPs (nine and six models, 1000 full-batch steps each).
 #
 # ## The question
 #

@@ -13,8 +13,9 @@
 # init) and 09 (the tiny GPT, the bigram signature). Lesson 10's neighbour lists help for the
 # second half.
 #
-# **Run time.** About 30 s on a laptop CPU: six Emb-MLPs on the hierarchy task and six one-layer
-# character GPTs, each set in one batched run.
+# **Run time.** About 40 s on one CPU core (single-threaded under nbval): six Emb-MLPs on the
+# hierarchy task (1200 steps) and six one-layer character GPTs (400 steps), each set in one batched
+# run.
 #
 # ## The question
 #
