@@ -1,4 +1,4 @@
-"""Measuring composition vs memorisation on the anchor-composition task (lesson 11).
+"""Measuring composition vs memorisation on the anchor-composition task (lesson 12).
 
 A model that *reasons* applies the two anchors' shifts to the key, so it also answers the
 held-out anchor pair correctly; a model that *memorises* fits every trained pair as a separate

@@ -1,4 +1,4 @@
-"""Lesson 11 part 2: the anchor-composition task and the composition-vs-memorisation measures."""
+"""Lesson 12: the anchor-composition task and the composition-vs-memorisation measures."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Lesson 11 part 3: neighbour overlap, signature classes and within/between-class cosines."""
+"""Lesson 13: neighbour overlap, signature classes and within/between-class cosines."""
 
 from __future__ import annotations
 

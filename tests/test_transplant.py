@@ -1,4 +1,4 @@
-"""Freezing, transplanting and signature-derived embeddings (lesson 11, part 1), and the transfer task."""
+"""Freezing, transplanting and signature-derived embeddings (lesson 11), and the transfer task."""
 
 from __future__ import annotations
 

@@ -40,14 +40,9 @@ from ctxlab.checks.lesson07 import check_07_leaves_uniform, check_07_uniform_out
 from ctxlab.checks.lesson08 import check_08_layernorm_norms, check_08_no_plateau_corner
 from ctxlab.checks.lesson09 import check_09_bigram_table, check_09_closest_step, check_09_kl_to_bigram
 from ctxlab.checks.lesson10 import check_10_bigram_signature, check_10_bin_alignment
-from ctxlab.checks.lesson11 import (
-    check_11_finishing_order,
-    check_11_held_out_accuracy,
-    check_11_knn_overlap,
-    check_11_line_up,
-    check_11_signature_classes,
-    check_11_signature_table,
-)
+from ctxlab.checks.lesson11 import check_11_finishing_order, check_11_signature_table
+from ctxlab.checks.lesson12 import check_12_held_out_accuracy, check_12_line_up
+from ctxlab.checks.lesson13 import check_13_knn_overlap, check_13_signature_classes
 
 __all__ = [
     "Case", "Diagnosis", "all_close", "as_float", "as_tensor", "integer_equal", "number_close", "reweighted", "run_check", "tensor_close",
@@ -64,6 +59,6 @@ __all__ = [
     "check_09_bigram_table", "check_09_closest_step", "check_09_kl_to_bigram",
     "check_10_bigram_signature", "check_10_bin_alignment",
     "check_11_finishing_order", "check_11_signature_table",
-    "check_11_held_out_accuracy", "check_11_line_up",
-    "check_11_knn_overlap", "check_11_signature_classes",
+    "check_12_held_out_accuracy", "check_12_line_up",
+    "check_13_knn_overlap", "check_13_signature_classes",
 ]
