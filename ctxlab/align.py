@@ -283,7 +283,7 @@ def noise_sweep(S, noise: Sequence[float], seeds: Sequence[int], d: int = 32, n_
     return NoiseSweep([float(s) for s in noise], scores, baselines)
 
 
-# --- lesson 11: semantic structure (neighbours and signature classes) ----------------------------
+# --- lesson 13: semantic structure (neighbours and signature classes) ----------------------------
 
 
 def _unit_cosines(M: Tensor) -> Tensor:

@@ -451,7 +451,7 @@ def embedding_split_figure(before, after, groups, titles=("before", "after"), na
     return fig
 
 
-# --- lesson 11: semantic structure ---
+# --- lesson 13: semantic structure ---
 
 GAMMA_COLORS = ("#1f78b4", "#e31a1c", "#33a02c", "#6a3d9a")
 
@@ -502,7 +502,7 @@ def neighbour_overlap_figure(steps, curves: dict, gammas, chance: float, k: int)
     return fig
 
 
-# --- lesson 11: composition ---
+# --- lesson 12: composition ---
 
 _COMPOSITION_COLORS = ("#b2182b", "#ef8a62", "#2166ac", "#67a9cf")
 

@@ -288,7 +288,7 @@ def partner_task(n_keys: int = 9, n_partners: int = 9, n_fillers: int = 3, seq_l
 TASKS["partner"] = partner_task
 
 
-# --- lesson 11: anchor composition (reasoning vs memorising) ---
+# --- lesson 12: anchor composition (reasoning vs memorising) ---
 
 
 def anchor_composition_task(n_keys: int = 20, shifts: tuple[int, ...] = (5, 1, -2, -8),
