@@ -57,9 +57,11 @@ class AttentionResult:
     gammas: list[float]
     seeds: list[int]
     batch: Trajectory  # the one batched run: models 0..K-1 learn attention, K..2K-1 have it frozen uniform
-    trained: Trajectory  # its first half; extras: "attention_to_target" [K, T], "qk_norm" [K, T]
+    trained: Trajectory  # its first half; extras: "attention_to_target" [K, T], "qk_norm" [K, T],
+    # "attention_map" [K, T, L, L] (the mean over the data, for the explorer)
     baseline: Trajectory  # its second half
     levels: list[float]
+    settings: dict  # steps, lr, d, hidden, record_every
     reads: list[Rungs | None]  # trained runs (None: diverged)
     baseline_reads: list[Rungs | None]
     seconds: float
@@ -143,14 +145,17 @@ def attention_experiment(gammas=(1.0,), seeds=(0, 1, 2), steps: int | None = Non
     K = len(g)
     # one batch holds both: models 0..K-1 learn attention, models K..2K-1 have it frozen uniform
     model = attention_model(task, g + g, s + s, [False] * K + [True] * K, d=sizes["d"], hidden=sizes["hidden"])
-    probes = {"attention_to_target": target_attention(task), "qk_norm": lambda m: m.qk_norm()}
+    x = task.population.x
+    probes = {"attention_to_target": target_attention(task), "qk_norm": lambda m: m.qk_norm(),
+              "attention_map": lambda m: m.attention(x.to(m.embedding.device)).mean(1)}
     start = time.perf_counter()
     both = train(model, task.population, steps, lr=lr, record_every=sizes["record_every"], probes=probes,
                  device=device, progress=progress, on_divergence=on_divergence, desc="attention")
     seconds = time.perf_counter() - start
     runs = {False: both.select(range(K)), True: both.select(range(K, 2 * K))}
     levels = task.plateau_levels()
-    return AttentionResult(task, g, s, both, runs[False], runs[True], levels, _read(runs[False], levels),
+    settings = {"steps": steps, "lr": lr, "d": sizes["d"], "hidden": sizes["hidden"], "record_every": sizes["record_every"]}
+    return AttentionResult(task, g, s, both, runs[False], runs[True], levels, settings, _read(runs[False], levels),
                            _read(runs[True], levels), seconds)
 
 
