@@ -127,7 +127,7 @@ def parser() -> argparse.ArgumentParser:
     a.add_argument("--gammas", type=_positive_float, nargs="+", default=[1.0], help="init-scale exponents")
     a.add_argument("--seeds", type=_positive_int, default=3, help="seeds per gamma")
     a.add_argument("--steps", type=_positive_int, default=None, help="training steps (default: from the profile)")
-    a.add_argument("--lr", type=_positive_float, default=0.5, help="gradient-descent learning rate")
+    a.add_argument("--lr", type=_positive_float, default=0.2, help="gradient-descent learning rate (default 0.2)")
     a.add_argument("--device", default="auto", help="cpu, cuda, cuda:N, mps or auto")
     a.add_argument("--out", type=_path, default="figs", help="folder for the figure")
     a.add_argument("--json", type=_path, default=None, help="write the numbers to this JSON file")

@@ -18,7 +18,7 @@ from ctxlab.theory import target_attention
 def test_pointer_task_labels_levels_and_bag_floor():
     task = pointer_task(n_ctx=3)
     pop = task.population
-    assert pop.n == 2**3 * 6 and task.seq_len == 4 and pop.vocab_size == 8
+    assert pop.n == 2**3 * 6 and task.seq_len == 4 and pop.vocab_size == 8  # n_ctx 3: 8 contexts x 6 keys
     key = pop.x[:, -1] - 2
     where = task.info["target_position"]
     assert torch.equal(where, key % 3)
