@@ -49,7 +49,7 @@ def test_uniform_attention_is_a_frozen_bag_per_model():
     assert float((attn[0] - 0.25).abs().max()) > 0.1 and torch.equal(attn[1], torch.full_like(attn[1], 0.25))
     model(task.population.x).sum().backward()
     assert float(model.w_q.grad[1].abs().max()) == 0 and float(model.w_q.grad[0].abs().max()) > 0
-    probe = target_attention(task)(model)
+    probe = target_attention(task)(model).detach()
     assert float(probe[1]) == pytest.approx(0.25)
     with pytest.raises(ValueError, match="uniform_attention"):
         make_model("attention", task, seed=[0, 1, 2], uniform_attention=[True, False])
@@ -64,7 +64,7 @@ def test_attention_on_rung_reads_only_the_steps_on_the_rung():
 
 def test_command_writes_strict_json_and_figure(tmp_path, capsys):
     numbers, figs = tmp_path / "n.json", tmp_path / "figs"
-    code = main(shlex.split(f"attention --steps 30 --seeds 2 --gammas 1 1.5 --profile quick --no-progress "
+    code = main(shlex.split(f"attention --steps 10 --seeds 2 --gammas 1 1.5 --profile quick --no-progress "
                             f"--out {figs} --json {numbers}"))
     out = capsys.readouterr().out
     assert code == 0 and "uniform end-H2" in out
@@ -74,7 +74,7 @@ def test_command_writes_strict_json_and_figure(tmp_path, capsys):
     assert [(r["gamma"], r["seed"]) for r in saved["runs"]] == [(1.0, 0), (1.0, 1), (1.5, 0), (1.5, 1)]
     for run, base in zip(saved["runs"], saved["baseline_runs"]):
         assert len(run["steps"]) == len(run["loss"]) == len(run["attention_to_target"]) == len(run["qk_norm"])
-        assert run["steps"][0] == 0 and run["steps"][-1] == 30 and base["steps"] == run["steps"]
+        assert run["steps"][0] == 0 and run["steps"][-1] == 10 and base["steps"] == run["steps"]
         assert abs(run["attention_to_target"][0] - 1 / saved["seq_len"]) < 1e-3
     assert (figs / "attention.png").exists()
 
