@@ -25,11 +25,11 @@ class AttentionSettings:
     """Everything that determines an attention sweep; hashable, so it is the cache key."""
 
     task: str = "pointer"
-    task_args: tuple[tuple[str, object], ...] = (("n_ctx", 3),)
+    task_args: tuple[tuple[str, object], ...] = (("n_ctx", 2),)
     gammas: tuple[float, ...] = (0.75, 1.0, 1.25)
     seeds: tuple[int, ...] = (0,)
-    lr: float = 0.5
-    steps: int = 4000
+    lr: float = 0.2
+    steps: int = 6000
     d: int = 16
     hidden: int = 32
     record_every: int = 25
@@ -85,8 +85,8 @@ def attention_sweep(settings: AttentionSettings | None = None, cache_dir=None) -
 def draw_attention(sweep: AttentionSweep, gamma_index: int, step_index: int, seed_index: int = 0,
                    figsize=(13.0, 3.3), dpi: int = 72) -> Figure:
     """Four panels: the mean attention map at a step; the loss with its labelled levels; ‖W_Q W_Kᵀ‖
-    over training; ‖W_Q W_Kᵀ‖ against the loss. No twin axes, and plain tick labels (no offset) even
-    when the loss sits flat."""
+    relative to its init over training; the same against the loss. No twin axes, and plain tick
+    labels (no offset, linear ratio axes from 0) even when the loss or the norm sits flat."""
     G, S, T = sweep.loss.shape
     for name, value, size in (("gamma_index", gamma_index, G), ("seed_index", seed_index, S),
                               ("step_index", step_index, T)):
@@ -96,7 +96,7 @@ def draw_attention(sweep: AttentionSweep, gamma_index: int, step_index: int, see
     loss, qk = sweep.loss[gamma_index, seed_index].numpy(), sweep.qk_norm[gamma_index, seed_index].numpy()
     fig = Figure(figsize=figsize, dpi=dpi)
     ax_map, ax_loss, ax_time, ax_qk = fig.subplots(1, 4)
-    fig.subplots_adjust(left=0.04, right=0.93, bottom=0.16, top=0.88, wspace=0.45)
+    fig.subplots_adjust(left=0.04, right=0.98, bottom=0.16, top=0.88, wspace=0.7)
 
     attn = sweep.attention[gamma_index, seed_index, step_index].numpy()
     L = attn.shape[0]
@@ -118,16 +118,20 @@ def draw_attention(sweep: AttentionSweep, gamma_index: int, step_index: int, see
     ax_loss.set_ylim(*span)
     ax_loss.set(xlabel="step", ylabel="loss (nats)", title=f"loss, γ = {sweep.settings.gammas[gamma_index]:g}")
 
-    ax_time.semilogy(steps, qk, color="tab:blue", lw=1.2)
+    growth = qk / qk[0]
+    top = max(2.0, float(growth.max()) * 1.05)
+    ax_time.plot(steps, growth, color="tab:blue", lw=1.2)
     ax_time.axvline(step, color="crimson", lw=1)
-    ax_time.set(xlabel="step", ylabel="‖W_Q W_Kᵀ‖", title="query-key product")
+    ax_time.set_ylim(0, top)
+    ax_time.set(xlabel="step", ylabel="‖W_Q W_Kᵀ‖ / at init", title="query-key product")
 
-    ax_qk.semilogy(loss, qk, color="tab:blue", lw=1.2)
-    ax_qk.plot(loss[step_index], qk[step_index], "o", color="crimson")
+    ax_qk.plot(loss, growth, color="tab:blue", lw=1.2)
+    ax_qk.plot(loss[step_index], growth[step_index], "o", color="crimson")
     ax_qk.set_xlim(span[1], span[0])  # loss falls to the right
-    ax_qk.set(xlabel="loss (nats, falling →)", ylabel="‖W_Q W_Kᵀ‖", title="query-key growth vs loss")
-    for ax in (ax_loss, ax_qk):
-        ax.ticklabel_format(useOffset=False, axis="x" if ax is ax_qk else "y")
+    ax_qk.set_ylim(0, top)
+    ax_qk.set(xlabel="loss (nats, falling →)", ylabel="‖W_Q W_Kᵀ‖ / at init", title="query-key growth vs loss")
+    for ax in (ax_loss, ax_time, ax_qk):
+        ax.ticklabel_format(useOffset=False, style="plain")
     return fig
 
 
