@@ -282,8 +282,8 @@ def bag_of_context(model, x: Tensor) -> Tensor:
 
 
 def _uniform_attention_parts(model, data: Dataset):
-    """What E2 and E3 share at uniform attention: h [K, N, L, d], the bag-level error g [K, N, d]
-    (dLoss/d o_i for every query i, leading order: p = u) and M = W1 W2 [K, d, C]."""
+    """What E2 and E3 share at uniform attention: h [K, N, L, d] and the bag-level error g [K, N, d]
+    (dLoss/d o_i for every query i, leading order: p = u, through M = W1 W2)."""
     if not getattr(model, "mlp", False) or model.residual or model.layernorm or model.activation not in SLOPE_AT_ZERO:
         raise ValueError("E2/E3 are written for the default attention block: GELU/tanh/linear head, no residual, "
                          "no LayerNorm")
@@ -293,7 +293,7 @@ def _uniform_attention_parts(model, data: Dataset):
     u = torch.full((model.n_labels,), 1.0 / model.n_labels, dtype=torch.float64)
     error = (u - data.targets().double().cpu()) * data.weights.double().cpu()[:, None]  # w_n (p - y), p = u
     g = SLOPE_AT_ZERO[model.activation] / model.seq_len * error @ M.transpose(-1, -2)  # [K, N, d]
-    return h, g, M
+    return h, g
 
 
 def attention_embedding_velocity(model, data: Dataset) -> Tensor:
@@ -301,7 +301,7 @@ def attention_embedding_velocity(model, data: Dataset) -> Tensor:
 
     dE_s/dt = sigma'(0)/L * sum_j pi_j(s) (P(y | x_j = s) - u) (W_V W1 W2)^T: E1 with the bag in
     place of the positions."""
-    h, g, M = _uniform_attention_parts(model, data)
+    _, g = _uniform_attention_parts(model, data)
     one_hot = torch.nn.functional.one_hot(data.x.cpu(), model.vocab_size).double()  # [N, L, V]
     # o_i = (1/L) sum_j h_j W_V for each of the L queries, so dLoss/dh_j = sum_i g (1/L) W_V^T = g W_V^T
     back = g @ model.w_v.detach().double().cpu().transpose(-1, -2)  # [K, N, d]
@@ -314,7 +314,7 @@ def qk_force(model, data: Dataset) -> Tensor:
     -dR/dA = -1/(L sqrt(d_head)) E[sum_ij <g_i, (h_j - h_bar) W_V> h_i^T h_j], and since g_i = g for
     every query at uniform attention this is -1/sqrt(d_head) E[h_bar^T sum_j c_j h_j]: six weight
     factors (h_bar, h_j, h_j - h_bar, W_V, W1, W2), so O(eps^6)."""
-    h, g, _ = _uniform_attention_parts(model, data)
+    h, g = _uniform_attention_parts(model, data)
     v = (h - h.mean(2, keepdim=True)) @ model.w_v.detach().double().cpu()[:, None]  # (h_j - h_bar) W_V
     c = torch.einsum("knd,knld->knl", g, v)
     return -torch.einsum("knd,knl,knle->kde", h.mean(2), c, h).float() / model.d_head ** 0.5

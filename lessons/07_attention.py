@@ -13,7 +13,8 @@
 #
 # **Prerequisites.** Lesson 04 (E1), lesson 06 (pair statistics); softmax attention.
 #
-# **Run time.** About 40 seconds on an idle laptop CPU (measured: see the build log); more on a busy one.
+# **Run time.** About 50 seconds of CPU time on one thread (measured on a shared, heavily loaded
+# 2-core machine, where the wall time was 3–4 minutes); the gradient-descent run is most of it.
 
 # %% [markdown]
 # ## A task that needs attention
@@ -30,13 +31,26 @@
 import matplotlib.pyplot as plt
 import torch
 
-from ctxlab.attention_exp import (LEVEL_NAMES, POINTER_TASK, TOL, attention_experiment, attention_model,
-                                  attention_on_rung)
+from ctxlab.attention_exp import (
+    LEVEL_NAMES,
+    POINTER_TASK,
+    TOL,
+    attention_experiment,
+    attention_model,
+    attention_on_rung,
+)
 from ctxlab.plots import SEED_COLORS, attention_figure, label_levels
 from ctxlab.rungs import crossing_step, measure_rungs
 from ctxlab.tasks import pointer_task
-from ctxlab.theory import (attention_embedding_velocity, bag_of_context, cosine_per_model, embedding_velocity,
-                           qk_force, qk_velocity, target_attention)
+from ctxlab.theory import (
+    attention_embedding_velocity,
+    bag_of_context,
+    cosine_per_model,
+    embedding_velocity,
+    qk_force,
+    qk_velocity,
+    target_attention,
+)
 from ctxlab.train import relative_gradient_rates, train
 
 task = pointer_task(**POINTER_TASK)

@@ -111,3 +111,24 @@ def test_a_diverging_run_says_so_and_fails(tmp_path, capsys):
     code = main(shlex.split(f"attention --lr 1e6 --steps 20 --seeds 1 --no-progress --profile quick --out {tmp_path}"))
     err = capsys.readouterr().err
     assert code == 1 and err.startswith("ctxlab attention: error: ") and "diverged" in err
+
+
+def test_e2_and_e3_match_autograd_at_small_init_and_scale_as_stated():
+    from ctxlab.theory import attention_embedding_velocity, cosine_per_model, embedding_velocity, qk_force, qk_velocity
+
+    task = pointer_task(n_ctx=2)
+    model = make_model("attention", task, gamma=1.0, seed=[0, 1], d=8, hidden=8)
+    assert bool((cosine_per_model(attention_embedding_velocity(model, task.population),
+                                  embedding_velocity(model, task.population)) > 0.999).all())
+    predicted, exact = qk_velocity(model, task.population)
+    assert bool((cosine_per_model(predicted, exact) > 0.999).all())
+    with torch.no_grad():
+        for p in model.parameters():
+            p.mul_(0.5)
+    predicted_half, exact_half = qk_velocity(model, task.population)
+    force_half = qk_force(model, task.population)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.mul_(2.0)
+    assert float(qk_force(model, task.population).norm() / force_half.norm()) == pytest.approx(2**6, rel=0.02)
+    assert float(exact.norm() / exact_half.norm()) == pytest.approx(2**8, rel=0.02)
