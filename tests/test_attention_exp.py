@@ -117,7 +117,7 @@ def test_e2_and_e3_match_autograd_at_small_init_and_scale_as_stated():
     from ctxlab.theory import attention_embedding_velocity, cosine_per_model, embedding_velocity, qk_force, qk_velocity
 
     task = pointer_task(n_ctx=2)
-    model = make_model("attention", task, gamma=1.0, seed=[0, 1], d=8, hidden=8)
+    model = make_model("attention", task, gamma=1.0, seed=[0, 1], d=16, hidden=32)  # lesson 07's sizes
     assert bool((cosine_per_model(attention_embedding_velocity(model, task.population),
                                   embedding_velocity(model, task.population)) > 0.999).all())
     predicted, exact = qk_velocity(model, task.population)
