@@ -264,11 +264,12 @@ for k in range(adam.n_models):
     axes[1].plot(adam.steps, adam.extras["attention"][k], color=color, lw=1.2)
     axes[2].semilogy(adam.steps, adam.extras["qk"][k], color=color, lw=1.2)
 label_levels(axes[0], levels, LEVEL_NAMES)
+axes[0].axhline(bag_level, color="grey", ls=":", lw=1.0, zorder=0, label="H(Y | key, bag)")
 axes[1].axhspan(1 / L - TOL, 1 / L + TOL, color="grey", alpha=0.2, lw=0, label=f"1/L ± {TOL:g}")
 axes[0].set_ylabel("loss (nats)")
 axes[1].set_ylabel("attention: key → the\nposition it names")
 axes[2].set_ylabel("‖W_Q W_Kᵀ‖")
-axes[0].legend(fontsize=7, loc="lower left")
+axes[0].legend(fontsize=7, loc="center right")
 axes[1].legend(fontsize=7)
 for ax in axes:
     ax.set_xlabel("Adam step (lr 0.01)")
