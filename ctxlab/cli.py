@@ -58,6 +58,12 @@ def _staircase(args: argparse.Namespace) -> int:
     return run_staircase_command(args)
 
 
+def _attention(args: argparse.Namespace) -> int:
+    from ctxlab.attention_exp import run_attention_command
+
+    return run_attention_command(args)
+
+
 def _lm(args: argparse.Namespace) -> int:
     from ctxlab.experiments import run_lm_command
 
@@ -115,6 +121,19 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--profile", choices=["quick", "full"], default=None, help="override CTXLAB_PROFILE")
     s.add_argument("--no-progress", action="store_true", help="no progress bar")
     s.set_defaults(func=_staircase)
+
+    a = sub.add_parser("attention", help="train one attention layer on a task that needs it, next to the same "
+                       "model with attention frozen uniform; rungs, figure, JSON")
+    a.add_argument("--gammas", type=_positive_float, nargs="+", default=[1.0], help="init-scale exponents")
+    a.add_argument("--seeds", type=_positive_int, default=3, help="seeds per gamma")
+    a.add_argument("--steps", type=_positive_int, default=None, help="training steps (default: from the profile)")
+    a.add_argument("--lr", type=_positive_float, default=0.2, help="gradient-descent learning rate (default 0.2)")
+    a.add_argument("--device", default="auto", help="cpu, cuda, cuda:N, mps or auto")
+    a.add_argument("--out", type=_path, default="figs", help="folder for the figure")
+    a.add_argument("--json", type=_path, default=None, help="write the numbers to this JSON file")
+    a.add_argument("--profile", choices=["quick", "full"], default=None, help="override CTXLAB_PROFILE")
+    a.add_argument("--no-progress", action="store_true", help="no progress bar")
+    a.set_defaults(func=_attention)
 
     m = sub.add_parser("lm", help="train a small GPT on real text; KL to n-gram models, alignment; figure + JSON "
                        "(data-parallel under torchrun)")

@@ -163,6 +163,9 @@ class EmbAttention(Ensemble):
     logits = mean over positions of sigma(r W1) W2 (or r W_out with ``mlp=False``).
     With no residual (the default) the value path is the only way token identity reaches the
     head: E and W_V then move at similar rates, both far ahead of W_Q and W_K (lesson 07).
+    ``uniform_attention`` (one bool, or one per model) freezes every attention weight at 1/L (W_Q and
+    W_K get no gradient): the same model reduced to a bag of context, the baseline that shows what
+    attention adds; one ensemble can hold both kinds.
     """
 
     def __init__(
@@ -179,6 +182,7 @@ class EmbAttention(Ensemble):
         residual: bool = False,
         layernorm: bool = False,
         mlp: bool = True,
+        uniform_attention: bool = False,
     ) -> None:
         super().__init__(gamma, seed)
         if activation not in ACTIVATIONS:
@@ -188,6 +192,10 @@ class EmbAttention(Ensemble):
         self.vocab_size, self.seq_len, self.n_labels = vocab_size, seq_len, n_labels
         self.d, self.d_head, self.hidden, self.activation = d, d_head, hidden, activation
         self.residual, self.layernorm, self.mlp = residual, layernorm, mlp
+        uniform = [bool(u) for u in _as_list(uniform_attention, "uniform_attention")]
+        if len(uniform) not in (1, self.n_models):
+            raise ValueError(f"uniform_attention must be one bool or one per model ({self.n_models}), got {len(uniform)}")
+        self.register_buffer("uniform", torch.tensor(uniform * (self.n_models // len(uniform))))
         self.embedding = self._weight(vocab_size, d, fan_in=d)
         self.position = self._weight(seq_len, d, fan_in=d)
         self.w_q = self._weight(d, d_head, fan_in=d)
@@ -206,10 +214,10 @@ class EmbAttention(Ensemble):
     def _forward(self, x: Tensor) -> tuple[Tensor, Tensor]:
         _check_tokens(x, self.vocab_size, self.seq_len)
         h = one_hot_embed(x, self.embedding) + self.position[:, None]  # [K, N, L, d]
-        q = h @ self.w_q[:, None]
-        k = h @ self.w_k[:, None]
-        scores = q @ k.transpose(-1, -2) / math.sqrt(self.d_head)
-        attn = torch.softmax(scores, dim=-1)
+        attn = h.new_full((*h.shape[:-1], h.shape[-2]), 1.0 / h.shape[-2])
+        if not bool(self.uniform.all()):
+            scores = (h @ self.w_q[:, None]) @ (h @ self.w_k[:, None]).transpose(-1, -2) / math.sqrt(self.d_head)
+            attn = torch.where(self.uniform[:, None, None, None], attn, torch.softmax(scores, dim=-1))
         r = attn @ (h @ self.w_v[:, None])
         if self.residual:
             r = r + h

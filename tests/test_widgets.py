@@ -35,7 +35,7 @@ from ctxlab.widgets import (  # noqa: E402
 
 TINY = SweepSettings(task_args=(("block", 3),), gammas=(0.75, 1.0), seeds=(0, 1), steps=60, d=8, hidden=16,
                      record_every=10)
-TINY_ATTN = AttentionSettings(task_args=(("block", 3),), gammas=(0.75, 1.0), steps=40, d=8, hidden=16,
+TINY_ATTN = AttentionSettings(task_args=(("n_ctx", 2),), gammas=(0.75, 1.0), steps=40, d=8, hidden=16,
                               record_every=10)
 
 
@@ -193,7 +193,7 @@ def test_attention_compute_draw_and_explorer():
     result = compute_attention_sweep(TINY_ATTN, progress=False)
     assert result.attention.shape == (2, 1, 5, 3, 3) and result.qk_norm.shape == (2, 1, 5)
     torch.testing.assert_close(result.attention.sum(-1), torch.ones(2, 1, 5, 3))
-    assert len(draw_attention(result, 1, 4).axes) == 4  # map, loss, its qk twin, qk vs loss
+    assert len(draw_attention(result, 1, 4).axes) == 4  # map, loss, qk, qk vs loss (no twin axes)
     dash = attention_explorer(TINY_ATTN)
     before = dash.figure.axes[0].images[0].get_array().copy()
     dash.step.value = 0

@@ -10,17 +10,17 @@ from torch import Tensor
 
 from ctxlab.checks.core import Case, Diagnosis, all_close, as_tensor, run_check, tensor_close
 from ctxlab.models import EmbAttention
-from ctxlab.tasks import hierarchy_task, partner_task
+from ctxlab.tasks import hierarchy_task, partner_task, pointer_task
 from ctxlab.theory import bag_of_context
 
 # --- exercise 1: the output of uniform attention -----------------------------------------------
 
 
 def _uniform_cases() -> list[Case]:
-    p = partner_task(n_keys=6, n_partners=6, n_fillers=1, seq_len=6)
     h = hierarchy_task()
     specs = [
-        ("partner task, gamma 1, seeds 0-1", p, dict(gamma=1.0, seed=[0, 1], d=16, hidden=32), False),
+        ("pointer task (lesson 07), gamma 1, seeds 0-1", pointer_task(n_ctx=3), dict(gamma=1.0, seed=[0, 1], d=16, hidden=32), False),
+        ("pointer task, 5 context positions, gamma 0.75", pointer_task(n_ctx=5), dict(gamma=0.75, seed=4, d=8, hidden=8), True),
         ("hierarchy task, gamma 0.5, d 8", h, dict(gamma=0.5, seed=2, d=8, hidden=16), True),
         ("partner task (default size), d_head 4", partner_task(), dict(gamma=1.0, seed=3, d=12, d_head=4, hidden=8), True),
     ]  # fmt: skip
@@ -80,7 +80,7 @@ def _leave_cases() -> list[Case]:
     irregular = torch.cat([torch.arange(100, 1000, 50), torch.arange(1000, 7000, 200)])[:T]
     specs = [
         ("three seeds, one never leaves (L = 6)", (steps, rising, 6), False),
-        ("attention moving *away* from the partner (L = 4)", (steps, falling, 4), True),
+        ("attention moving *away* from the named position (L = 4)", (steps, falling, 4), True),
         ("a curve that starts off uniform (L = 3)", (steps, shifted, 3), True),
         ("tolerance 0.05", (steps * 2, rising, 6, 0.05), True),
         ("leaves the band briefly, comes back, leaves for good later (L = 5)", (steps, late, 5), True),
@@ -133,7 +133,7 @@ def check_07_leaves_uniform(fn: Callable[..., Tensor]) -> None:
                   "use the tol you are given (the default 0.01 is only the default)"),
         Diagnosis(evenly_spaced, "steps need not start at 0 nor be evenly spaced: return steps[t] for the record t you found"),
         Diagnosis(as_index, "return the training *step* (steps[t]), not the index t of the record"),
-        Diagnosis(one_sided, "attention can also move *below* 1/L (away from the partner): compare |w - 1/L| with tol"),
+        Diagnosis(one_sided, "attention can also move *below* 1/L (away from the named position): compare |w - 1/L| with tol"),
         Diagnosis(from_start, "measure the distance from the uniform value 1/L, not from the first recorded value"),
     ]
 

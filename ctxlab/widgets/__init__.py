@@ -11,9 +11,11 @@ from ctxlab.widgets.attention import (
     AttentionSettings,
     AttentionSweep,
     attention_explorer,
+    attention_explorer_for,
     attention_sweep,
     compute_attention_sweep,
     draw_attention,
+    sweep_from_experiment,
 )
 from ctxlab.widgets.signatures import (
     SignatureSettings,
@@ -35,8 +37,8 @@ from ctxlab.widgets.staircase import (
 )
 
 __all__ = [
-    "AttentionSettings", "AttentionSweep", "attention_explorer", "attention_sweep", "compute_attention_sweep",
-    "draw_attention", "SignatureSettings", "SignatureView", "compute_signature", "draw_signature",
+    "AttentionSettings", "AttentionSweep", "attention_explorer", "attention_explorer_for", "attention_sweep",
+    "compute_attention_sweep", "draw_attention", "sweep_from_experiment", "SignatureSettings", "SignatureView", "compute_signature", "draw_signature",
     "signature_explorer", "signature_view", "StaircaseSweep", "SweepSettings", "compute_sweep", "draw_staircase",
     "staircase_explorer", "staircase_sweep", "sweep_from_result",
     "sweep_settings",

@@ -1,7 +1,8 @@
 """Attention explorer: the mean attention map at a step, and when ‖W_Q W_Kᵀ‖ wakes up against the loss.
 
 At small init attention is uniform and the query-key product is tiny; it grows only once the
-value path has learned what it can. One batched Emb-Attention sweep over γ records both.
+value path has learned what it can. One batched Emb-Attention sweep over γ (plain GD, the pointer
+task of lesson 07 by default) records both.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import torch
 from matplotlib.figure import Figure
 
 from ctxlab.models import ensemble_grid, make_model
+from ctxlab.plots import label_levels
 from ctxlab.tasks import make_task
 from ctxlab.train import train
 from ctxlab.widgets._common import Dashboard, ResultCache
@@ -22,12 +24,12 @@ from ctxlab.widgets._common import Dashboard, ResultCache
 class AttentionSettings:
     """Everything that determines an attention sweep; hashable, so it is the cache key."""
 
-    task: str = "hierarchy"
-    task_args: tuple[tuple[str, object], ...] = (("block", 6),)
-    gammas: tuple[float, ...] = (0.5, 0.75, 1.0, 1.25)
+    task: str = "pointer"
+    task_args: tuple[tuple[str, object], ...] = (("n_ctx", 2),)
+    gammas: tuple[float, ...] = (0.75, 1.0, 1.25)
     seeds: tuple[int, ...] = (0,)
-    lr: float = 1.0
-    steps: int = 1500
+    lr: float = 0.2
+    steps: int = 6000
     d: int = 16
     hidden: int = 32
     record_every: int = 25
@@ -81,8 +83,10 @@ def attention_sweep(settings: AttentionSettings | None = None, cache_dir=None) -
 
 
 def draw_attention(sweep: AttentionSweep, gamma_index: int, step_index: int, seed_index: int = 0,
-                   figsize=(11.0, 3.3), dpi: int = 72) -> Figure:
-    """Mean attention map at a step; loss and ‖W_Q W_Kᵀ‖ over training; ‖W_Q W_Kᵀ‖ against the loss."""
+                   figsize=(13.0, 3.3), dpi: int = 72) -> Figure:
+    """Four panels: the mean attention map at a step; the loss with its labelled levels; ‖W_Q W_Kᵀ‖
+    relative to its init over training; the same against the loss. No twin axes, and plain tick
+    labels (no offset, linear ratio axes from 0) even when the loss or the norm sits flat."""
     G, S, T = sweep.loss.shape
     for name, value, size in (("gamma_index", gamma_index, G), ("seed_index", seed_index, S),
                               ("step_index", step_index, T)):
@@ -91,8 +95,8 @@ def draw_attention(sweep: AttentionSweep, gamma_index: int, step_index: int, see
     steps, step = sweep.steps.numpy(), int(sweep.steps[step_index])
     loss, qk = sweep.loss[gamma_index, seed_index].numpy(), sweep.qk_norm[gamma_index, seed_index].numpy()
     fig = Figure(figsize=figsize, dpi=dpi)
-    ax_map, ax_time, ax_qk = fig.subplots(1, 3)
-    fig.subplots_adjust(left=0.05, right=0.97, bottom=0.15, top=0.88, wspace=0.4)
+    ax_map, ax_loss, ax_time, ax_qk = fig.subplots(1, 4)
+    fig.subplots_adjust(left=0.04, right=0.98, bottom=0.16, top=0.88, wspace=0.7)
 
     attn = sweep.attention[gamma_index, seed_index, step_index].numpy()
     L = attn.shape[0]
@@ -104,32 +108,43 @@ def draw_attention(sweep: AttentionSweep, gamma_index: int, step_index: int, see
     ticks = [f"x{i + 1}" for i in range(L)]
     ax_map.set_xticks(range(L), ticks)
     ax_map.set_yticks(range(L), ticks)
-    ax_map.set(xlabel="key", ylabel="query", title=f"mean attention, step {step}")
+    ax_map.set(xlabel="key position", ylabel="query position", title=f"mean attention, step {step}")
 
-    ax_time.plot(steps, loss, color="black", lw=1.5)
-    for level in sweep.levels:
-        ax_time.axhline(level, ls="--", lw=0.8, color="grey")
+    low, high = min(sweep.levels), max(sweep.levels)
+    span = (min(low, float(loss.min())) - 0.03, max(high, float(loss.max())) + 0.03)
+    ax_loss.plot(steps, loss, color="black", lw=1.5)
+    label_levels(ax_loss, sweep.levels)
+    ax_loss.axvline(step, color="crimson", lw=1)
+    ax_loss.set_ylim(*span)
+    ax_loss.set(xlabel="step", ylabel="loss (nats)", title=f"loss, γ = {sweep.settings.gammas[gamma_index]:g}")
+
+    growth = qk / qk[0]
+    top = max(2.0, float(growth.max()) * 1.05)
+    ax_time.plot(steps, growth, color="tab:blue", lw=1.2)
     ax_time.axvline(step, color="crimson", lw=1)
-    ax_time.set(xlabel="step", ylabel="loss (nats)", title=f"γ = {sweep.settings.gammas[gamma_index]:g}")
-    twin = ax_time.twinx()
-    twin.semilogy(steps, qk, color="tab:blue", lw=1.2)
-    twin.set_ylabel("‖W_Q W_Kᵀ‖", color="tab:blue")
+    ax_time.set_ylim(0, top)
+    ax_time.set(xlabel="step", ylabel="‖W_Q W_Kᵀ‖ / at init", title="query-key product")
 
-    ax_qk.semilogy(loss, qk, color="tab:blue", lw=1.2)
-    ax_qk.plot(loss[step_index], qk[step_index], "o", color="crimson")
-    ax_qk.invert_xaxis()
-    ax_qk.set(xlabel="loss (nats, falling →)", ylabel="‖W_Q W_Kᵀ‖", title="query-key growth vs loss")
+    ax_qk.plot(loss, growth, color="tab:blue", lw=1.2)
+    ax_qk.plot(loss[step_index], growth[step_index], "o", color="crimson")
+    ax_qk.set_xlim(span[1], span[0])  # loss falls to the right
+    ax_qk.set_ylim(0, top)
+    ax_qk.set(xlabel="loss (nats, falling →)", ylabel="‖W_Q W_Kᵀ‖ / at init", title="query-key growth vs loss")
+    for ax in (ax_loss, ax_time, ax_qk):
+        ax.ticklabel_format(useOffset=False, style="plain")
     return fig
 
 
 class AttentionExplorer(Dashboard):
     """The attention dashboard; build it with :func:`attention_explorer`."""
 
-    def __init__(self, settings: AttentionSettings, cache_dir=None) -> None:
+    def __init__(self, settings: AttentionSettings | None = None, cache_dir=None,
+                 sweep: AttentionSweep | None = None) -> None:
         import ipywidgets as w
 
         super().__init__()
-        self.sweep = attention_sweep(settings, cache_dir)
+        self.sweep = attention_sweep(settings, cache_dir) if sweep is None else sweep
+        settings = self.sweep.settings
         last, every = int(self.sweep.steps[-1]), settings.record_every
         self.out = w.Output(layout=w.Layout(min_height="250px"))
         self.gamma = w.SelectionSlider(options=[(f"{g:g}", i) for i, g in enumerate(settings.gammas)],
@@ -148,6 +163,31 @@ class AttentionExplorer(Dashboard):
         """Index the cached sweep with the current controls and redraw."""
         ti = int(torch.argmin((self.sweep.steps - self.step.value).abs()))
         self._show(draw_attention(self.sweep, self.gamma.value, ti, self.seed.value), self.out)
+
+
+def sweep_from_experiment(result) -> AttentionSweep:
+    """The explorer's view of a :func:`ctxlab.attention_exp.attention_experiment` run (its learned-attention
+    half), so a lesson can explore the run it has just made without training again."""
+    gammas, seeds = sorted(set(result.gammas)), sorted(set(result.seeds))
+    G, S = len(gammas), len(seeds)
+    traj = result.trained
+    if [(g, s) for g in gammas for s in seeds] != list(zip(result.gammas, result.seeds)):
+        raise ValueError("the run is not a gamma-major (gamma, seed) grid")
+    T, L = len(traj.steps), result.task.seq_len
+    from ctxlab.attention_exp import POINTER_TASK
+
+    cfg = result.settings
+    settings = AttentionSettings(task=result.task.name, task_args=tuple(POINTER_TASK.items()),
+                                 gammas=tuple(gammas), seeds=tuple(seeds), lr=cfg["lr"], steps=cfg["steps"], d=cfg["d"],
+                                 hidden=cfg["hidden"], record_every=cfg["record_every"])
+    return AttentionSweep(settings, traj.steps, traj.loss.reshape(G, S, T),
+                          traj.extras["attention_map"].reshape(G, S, T, L, L), traj.extras["qk_norm"].reshape(G, S, T),
+                          list(result.levels), result.seconds)
+
+
+def attention_explorer_for(result) -> AttentionExplorer:
+    """The attention dashboard over an :func:`ctxlab.attention_exp.attention_experiment` run (no training)."""
+    return AttentionExplorer(sweep=sweep_from_experiment(result))
 
 
 def attention_explorer(settings: AttentionSettings | None = None, cache_dir=None) -> AttentionExplorer:

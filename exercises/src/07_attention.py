@@ -3,7 +3,7 @@
 #
 # Two exercises on lesson 07. Fill in each `# YOUR CODE HERE`, then run the check cell below it:
 # it prints `PASS check_07_…` or stops with a hint. Checks also try *hidden* cases (other tasks,
-# widths, curves that move away from the partner), so write general code. Grade the whole
+# widths, curves that move away from the named position), so write general code. Grade the whole
 # notebook from a terminal:
 #
 # ```bash
@@ -19,12 +19,13 @@
 import torch
 
 import ctxlab.checks
-from ctxlab.models import EmbAttention, make_model
-from ctxlab.tasks import partner_task
+from ctxlab.attention_exp import POINTER_TASK, attention_model
+from ctxlab.models import EmbAttention
+from ctxlab.tasks import pointer_task
 
-task = partner_task(n_keys=6, n_partners=6, n_fillers=1, seq_len=6)
-model = make_model("attention", task, gamma=1.0, seed=[0, 1], d=16, hidden=32)
-x = task.population.x[:50]
+task = pointer_task(**POINTER_TASK)  # lesson 07's task: the key names the position that matters
+model = attention_model(task, gamma=1.0, seed=[0, 1])
+x = task.population.x[:40]
 print("embedding", tuple(model.embedding.shape), "position", tuple(model.position.shape),
       "w_v", tuple(model.w_v.shape))
 
@@ -59,12 +60,12 @@ ctxlab.checks.check_07_uniform_output(uniform_output)
 # %% [markdown]
 # ## Exercise 2 — when does attention leave uniform? (★★☆, 15 min)
 #
-# A probe recorded the mean attention weight from the key to the partner, `weights` [K, T], at the
+# A probe recorded the mean attention weight from the key to the position it names, `weights` [K, T], at the
 # training steps `steps` [T]. Write `leaves_uniform(steps, weights, seq_len, tol=0.01)` returning,
 # per model, the first recorded **step** at which |weight − 1/L| > tol, and −1 if that never
 # happens: an integer tensor [K]. "First" means the first time, even if the weight comes back
-# inside the band later. Attention can also move *away* from the partner (below 1/L), as under
-# Adam in the lesson, and `steps` need not start at 0 nor be evenly spaced.
+# inside the band later. Attention can also move *away* from that position (below 1/L), and
+# `steps` need not start at 0 nor be evenly spaced.
 #
 # <details><summary>Hint</summary>
 #
@@ -86,6 +87,6 @@ def leaves_uniform(steps: torch.Tensor, weights: torch.Tensor, seq_len: int, tol
 ctxlab.checks.check_07_leaves_uniform(leaves_uniform)
 
 # %% [markdown]
-# **Think.** Your detector uses a fixed tolerance 0.01. Under Adam in the lesson, attention left
-# 1/L in a few dozen steps; under GD it took thousands. Which quantity of E3 sets that time scale,
-# and why does Adam not feel it?
+# **Think.** Run your detector on the lesson's GD and Adam runs (`result.trained.extras["attention_to_target"]`,
+# `adam.extras["attention"]`). Under GD attention leaves 1/L only after the loss has rested on
+# H(Y | key); which order in ε of E3 sets that time scale, and why does Adam not feel it?
