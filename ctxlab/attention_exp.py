@@ -69,6 +69,9 @@ class AttentionResult:
     baseline_reads: list[Rungs | None]
     seconds: float
 
+    level_names = LEVEL_NAMES
+    bag_name = BAG_NAME
+
     def flat_on_key_rung(self, k: int) -> float | None:
         """Run k: the largest |attention to the target - 1/L| while the loss is on H(Y | key)."""
         return attention_on_rung(self.trained.loss[k], self.trained.extras["attention_to_target"][k],

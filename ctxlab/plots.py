@@ -641,8 +641,6 @@ def attention_figure(result, gammas=None) -> Figure:
 
     ``result`` is a :class:`ctxlab.attention_exp.AttentionResult`.
     """
-    from ctxlab.attention_exp import BAG_NAME, LEVEL_NAMES
-
     gammas = sorted(set(result.gammas) if gammas is None else {float(g) for g in gammas})
     if not set(gammas) <= set(result.gammas):
         raise ValueError(f"gammas {gammas} must be among the run's {sorted(set(result.gammas))}")
@@ -658,9 +656,9 @@ def attention_figure(result, gammas=None) -> Figure:
             top.plot(steps, result.trained.loss[k].numpy(), color=color, lw=1.3, label=f"seed {result.seeds[k]}")
             middle.plot(steps, result.trained.extras["attention_to_target"][k].numpy(), color=color, lw=1.3)
             bottom.semilogy(steps, result.trained.extras["qk_norm"][k].numpy(), color=color, lw=1.3)
-        label_levels(top, result.levels, LEVEL_NAMES)
+        label_levels(top, result.levels, result.level_names)
         top.axhline(bag, color="grey", ls=":", lw=1.0, zorder=0)
-        top.annotate(f"{BAG_NAME} = {bag:.3f}", (1.0, bag), xycoords=("axes fraction", "data"), xytext=(3, 0),
+        top.annotate(f"{result.bag_name} = {bag:.3f}", (1.0, bag), xycoords=("axes fraction", "data"), xytext=(3, 0),
                      textcoords="offset points", ha="left", va="center", fontsize=7, color="grey")
         top.set_title(f"γ = {g:g}   thin: attention learned; thick, pale: attention frozen at 1/L", fontsize=9)
         middle.axhspan(1 / L - tol, 1 / L + tol, color="grey", alpha=0.2, lw=0, label=f"1/L ± {tol:g}")
