@@ -106,8 +106,10 @@ def test_shuffled_band_holds_chance_and_an_aligned_embedding_stands_above_it():
                       gammas=[1.0] * 3, seeds=[0, 1, 2], config={}, diverged_at=torch.tensor([-1, -1, 5]))
     band = shuffled_alignment_band(traj, {"s": S}, n=30)["s"]
     assert band.shape == (2, 3, 2) and bool((band[0, :2] <= band[1, :2]).all())
-    from ctxlab.align import cka
+    from ctxlab.align import cka, permutation_baseline
 
+    baseline = permutation_baseline("cka", embeddings[:2, 1] - E0, S, n=30)  # the same shuffles, one CKA each
+    torch.testing.assert_close(band[:, :2, 1], torch.stack([baseline.min(0).values, baseline.max(0).values]))
     assert float(cka(aligned - E0, S)) > float(band[1, 0, 1]) + 0.2  # the aligned model clears its band
     assert float(band[0, 1, 1]) <= float(cka(random - E0, S)) <= float(band[1, 1, 1])  # chance falls inside the band
     assert bool(band[:, 2, 1].isnan().all())  # a diverged model has no band after it diverged
