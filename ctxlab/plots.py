@@ -370,10 +370,12 @@ def lm_panels(result, axes, title: str | None = None) -> None:
     prefix = f"{title}: " if title else ""
     ax_loss.set(title=f"{prefix}held-out loss", xlabel="step", ylabel="nats")
     ax_kl.set(title=f"{prefix}KL(model ‖ n-gram), minima marked", xlabel="step", yscale="log")
-    ax_loss.legend(fontsize=7, loc="best")
+    ax_loss.legend(fontsize=7, loc="upper right", bbox_to_anchor=(1, 0.93))  # below the ln V line
     styles = [Line2D([], [], color="grey", ls=_seed_style(k), label=_model_label(g, s)) for k, (g, s) in enumerate(models)]
     colours = [Line2D([], [], color=c, label=n) for n, c in NGRAM_COLORS.items()]
-    ax_kl.legend(handles=colours + styles, fontsize=7, ncol=2, loc="best")
+    low, high = ax_kl.get_ylim()
+    ax_kl.set_ylim(low, high * 6)  # headroom: the legend sits above the curves
+    ax_kl.legend(handles=colours + styles, fontsize=7, ncol=2, loc="upper right")
     if len(axes) < 3:
         return
     ax_align = axes[2]

@@ -16,8 +16,9 @@
 # the staircase) and 07–08 (Adam and LayerNorm against the stairs). A GPT is used as a black box
 # here: embeddings, causal attention, an MLP, a read-out to the vocabulary.
 #
-# **Run time.** About half a minute on one CPU core: four one-block GPTs, two per optimizer, train
-# for 800 steps each (in two batched runs); the full profile is loaded from a recording.
+# **Run time.** About 40 seconds on one CPU core (the CPU time we measured; a busy machine takes
+# longer): four one-block GPTs, two per optimizer, train for 800 steps each in two batched runs;
+# the full profile is loaded from a recording.
 
 # %% [markdown]
 # ## The staircase on text: n-gram phases
