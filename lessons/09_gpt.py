@@ -83,8 +83,7 @@ REGIMES = {"plain SGD, lr 1.5": {"optimizer": "sgd", "lr": 1.5}, "Adam, lr 0.01"
 runs = {name: language_model(gammas=(1.0,), seeds=(0, 1), profile="quick", **settings) for name, settings in REGIMES.items()}
 sgd, adam = runs.values()
 print({k: sgd.config[k] for k in ("context", "d", "n_layers", "n_heads", "steps", "batch_size", "vocab")})
-for name, run in runs.items():
-    print(f"{name}: trained {len(run.trajectory.gammas)} GPTs in {run.seconds:.0f} s")
+print("trained", "; ".join(f"{name}: {len(run.trajectory.gammas)} GPTs" for name, run in runs.items()))
 
 # %% [markdown]
 # The rungs: ln V, and the held-out cross-entropy of each n-gram model, in nats per character. A
