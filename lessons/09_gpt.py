@@ -162,11 +162,12 @@ for name, run in runs.items():
 
 # %% [markdown]
 # Under Adam the bigram minimum is a real one: the GPT has passed the bigram model and moved away
-# from it again. Under SGD it has not yet: its bigram minimum lies within the last 300 steps, and 800
-# steps end while it is still near its closest approach to the bigram model. In both regimes the KL to the trigram model is still falling at
-# the end, so its "minimum" (the last marked point) is the end of the run, not a minimum we have
-# seen, and the KL stays above 0.5 nats: the GPT is nowhere near *being* the trigram model. The
-# recorded full-profile run at the end of the lesson shows a trigram curve that does turn.
+# from it again. Under SGD it has not yet: its bigram minimum lies within the last 300 steps, and
+# 800 steps end while it is still near its closest approach to the bigram model. In both regimes
+# the KL to the trigram model is still falling at the end, so its "minimum" (the last marked point)
+# is the end of the run, not a minimum we have seen, and the KL stays above 0.5 nats: the GPT is
+# nowhere near *being* the trigram model. The recorded full-profile run at the end of the lesson
+# shows a trigram curve that does turn.
 
 # %% [markdown]
 # ## What does not survive: the rest at ln V, and the pace
@@ -192,10 +193,10 @@ print("Adam's loss never jumps up by more than 0.2 nats:", bool((jumps["Adam, lr
 # SGD rests at ln V for some 20–40 steps (short: the read-out of a GPT grows fast at this learning
 # rate) and leaves it with a drop; Adam is already well below ln V at the first record, step 10, as
 # on the synthetic task of lesson 08. Adam then reaches the bigram phase hundreds of steps sooner
-# (at least 250 in every seed), and smoothly, while SGD at this learning rate takes occasional upward jumps (the spikes in its
-# loss curve) that it recovers from. The init is the same, the batches are the same: the
-# *ordering* belongs to the data and the small init, the *rest* on a rung and the pace belong to
-# gradient descent.
+# (at least 250 in every seed), and smoothly, while SGD at this learning rate takes occasional
+# upward jumps (the spikes in its loss curve) that it recovers from. The init is the same, the
+# batches are the same: the *ordering* survives the change of optimizer, the *rest* on a rung and
+# the pace do not.
 
 # %% [markdown]
 # ## Loss against the n-gram entropies
@@ -338,13 +339,14 @@ print("recorded CKA at the end higher for standard init than for small init, bot
 
 # %% [markdown]
 # At this size the trigram curve **does turn**: at γ = 1 the GPT is closest to the trigram model
-# 150–250 steps after its bigram minimum (the table above), and then moves away from it, as the staircase
-# picture predicts; standard init (γ = 0.5) races through all three phases in the first few hundred
+# 150–250 steps after its bigram minimum (the table above), and then moves away from it, as the
+# staircase picture predicts; standard init (γ = 0.5) races through all three phases in the first few hundred
 # steps. The GPT does *not* go past the trigram model in loss: every model's lowest held-out loss
 # stays above H₃. Moving away from the trigram model's predictions is not the same as beating it.
 # The 3000 steps show each model over 20 times as many tokens as the text has characters (and BPE
-# tokens are fewer than characters): the standard-init models start to memorise it within the first 1000 steps, and their held-out loss climbs back by more than half a
-# nat; the small-init models bottom out late in the run, after step 2000.
+# tokens are fewer than characters): the standard-init models start to memorise it within the
+# first 1000 steps, and their held-out loss climbs back by more than half a nat; the small-init
+# models bottom out late in the run, after step 2000.
 #
 # The recording also holds the CKA curves, and there **standard init ends with the higher CKA**
 # than small init, for both signatures, the opposite of what the synthetic lessons would lead one to
