@@ -271,15 +271,16 @@ def save_outputs(figure, figure_path: Path, numbers: dict, json_path: str | None
 
 # --- a small GPT on real text ------------------------------------------------------------------
 
-# Quick: sized for a CPU. Its KL to the trigram model keeps falling slowly for ~2000-2800 steps
-# (more than a lesson can afford), so lesson 09 shows the turn from the recorded full-profile run.
+# Quick: sized for lesson 09 on one CPU core (a one-block GPT, 800 steps, trained there with Adam and
+# with plain SGD at lr 1.5). Its KL to the trigram model is still falling at the end, so lesson 09
+# shows the turn from the recorded full-profile run.
 # Full: the 512-token BPE text is 486k training tokens, so 3000 steps of 64 x 128 are already ~50
 # epochs; on an H200 the held-out loss bottoms out at steps 2500-2950 and then rises (memorising).
 LM_PROFILES = {
-    "quick": {"context": 32, "d": 64, "n_layers": 2, "n_heads": 2, "steps": 1500, "batch_size": 32, "lr": 2e-3,
-              "record_every": 25, "tokenizer": "char", "vocab_size": None},
+    "quick": {"context": 16, "d": 32, "n_layers": 1, "n_heads": 2, "steps": 800, "batch_size": 32, "lr": 1e-2,
+              "record_every": 10, "tokenizer": "char", "vocab_size": None, "optimizer": "adam"},
     "full": {"context": 128, "d": 256, "n_layers": 4, "n_heads": 4, "steps": 3000, "batch_size": 64, "lr": 1e-3,
-             "record_every": 50, "tokenizer": "bpe", "vocab_size": 512},
+             "record_every": 50, "tokenizer": "bpe", "vocab_size": 512, "optimizer": "adam"},
 }
 NGRAM_ORDERS = {"unigram": 1, "bigram": 2, "trigram": 3}
 
@@ -295,6 +296,9 @@ class LMResult:
     config: dict
     seconds: float
     tokens_per_second: float
+    # name -> [2, K, T]: lowest and highest CKA(E - E0, row-shuffled S) over the shuffles (lesson 02:
+    # a CKA is read against its shuffled band); None for a recording that kept no band
+    alignment_band: dict[str, torch.Tensor] | None = None
 
     def kl_minimum_steps(self) -> dict[str, list[int]]:
         """Per n-gram order, the step where each model is closest to that n-gram predictor."""
@@ -317,6 +321,8 @@ class LMResult:
             "held_out_loss": traj.loss.round(decimals=5).tolist(),
             "kl": {name: traj.extras[f"kl_{name}"].round(decimals=5).tolist() for name in NGRAM_ORDERS},
             "alignment": {name: curve.round(decimals=5).tolist() for name, curve in self.alignment.items()},
+            "alignment_band": None if self.alignment_band is None else
+            {name: band.round(decimals=5).tolist() for name, band in self.alignment_band.items()},
             "ngram_entropies": {name: round(h, 5) for name, h in self.entropies.items()},
             "kl_minimum_steps": self.kl_minimum_steps(),
             "alignment_peak_steps": self.alignment_peak_steps(),
@@ -349,8 +355,41 @@ class LMResult:
         config = dict(numbers["config"], steps=int(traj.steps[-1]))
         samples = {int(step): texts for step, texts in numbers["samples"].items() if int(step) <= config["steps"]}
         alignment = {name: curves(rows) for name, rows in numbers["alignment"].items()}
+        band = numbers.get("alignment_band")
+        band = None if band is None else {name: torch.tensor(rows, dtype=torch.float32)[..., keep] for name, rows in band.items()}
         return cls(traj, dict(numbers["ngram_entropies"]), alignment, samples, config, numbers["seconds"],
-                   numbers["tokens_per_second"])
+                   numbers["tokens_per_second"], band)
+
+
+def shuffled_alignment_band(traj: Trajectory, signatures: dict, n: int = 50, seed: int = 0) -> dict[str, torch.Tensor]:
+    """Per signature, the lowest and highest CKA(E - E0, S with its rows shuffled) over ``n`` shuffles at
+    every record: [2, K, T], the range of :func:`ctxlab.align.permutation_baseline` (same shuffles for the
+    same seed). A CKA curve means alignment only where it stands above this band. Shuffling S's rows
+    permutes the rows and columns of its Gram matrix, so each shuffle costs one product, not a new CKA;
+    NaN where the model diverged, as in :func:`ctxlab.align.align_trajectory`."""
+    from ctxlab.align import _gram, _prepare
+    from ctxlab.train import blank_after_divergence
+    from ctxlab.validate import integer
+
+    integer(n, "n (number of shuffles)", minimum=1)
+    E = traj.embeddings - traj.embeddings[:, :1]
+    usable = torch.isfinite(E).flatten(1).all(1)
+    band = {}
+    for name, S in signatures.items():
+        g = torch.Generator().manual_seed(seed)
+        out = torch.full((*E.shape[:2], 2), float("nan"), dtype=torch.float64)
+        if bool(usable.any()):
+            e, s = _prepare(E[usable], S, None)
+            ge, gs = _gram(e), _gram(s)
+            norm = (torch.linalg.matrix_norm(ge) * torch.linalg.matrix_norm(gs)).clamp_min(1e-300)
+            scores = []
+            for _ in range(n):
+                p = torch.randperm(gs.shape[0], generator=g)
+                scores.append((ge * gs[p][:, p]).sum((-1, -2)) / norm)
+            scores = torch.stack(scores)
+            out[usable] = torch.stack([scores.min(0).values, scores.max(0).values], -1)
+        band[name] = blank_after_divergence(out, traj.steps.tolist(), traj.diverged_at).permute(2, 0, 1)
+    return band
 
 
 def recorded_lm_run(name: str = "lm_full_h200") -> LMResult:
@@ -378,6 +417,8 @@ def lm_settings(profile: str | None, overrides: dict) -> dict:
     number(cfg["lr"], "lr", positive=True)
     if cfg["d"] % cfg["n_heads"]:
         raise ValueError(f"the width d = {cfg['d']} must be divisible by the number of heads ({cfg['n_heads']})")
+    if cfg["optimizer"] not in ("sgd", "adam"):
+        raise ValueError(f"unknown optimizer {cfg['optimizer']!r} for the GPT; choose 'sgd' (plain minibatch steps) or 'adam'")
     if cfg["tokenizer"] not in ("char", "bpe"):
         raise ValueError(f"unknown tokenizer {cfg['tokenizer']!r}; choose 'char' or 'bpe'")
     if cfg["tokenizer"] == "bpe" and integer(cfg["vocab_size"] or 512, "vocab_size") < 260:
@@ -420,15 +461,16 @@ def language_model(
     sample_at = (0, cfg["steps"] // 10, cfg["steps"] // 3, cfg["steps"])
     start = time.perf_counter()
     traj = train_lm(model, train_tokens, cfg["steps"], eval_tokens=held_out, yardsticks=yardsticks,
-                    batch_size=cfg["batch_size"], lr=cfg["lr"], record_every=cfg["record_every"], device=device,
+                    batch_size=cfg["batch_size"], optimizer=cfg["optimizer"], lr=cfg["lr"], record_every=cfg["record_every"], device=device,
                     progress=progress, prompt=tok.encode(prompt), sample_at=sample_at, on_divergence=on_divergence)
     seconds = time.perf_counter() - start
     signatures = {"bigram": bigram_signature(train_tokens, V), "trigram": trigram_increment(train_tokens, V)}
     alignment = align_trajectory(traj, signatures, "cka", relative_to_init=True)
+    band = shuffled_alignment_band(traj, signatures)
     samples = {step: [tok.decode(row) for row in traj.extras["samples"][:, i]] for i, step in enumerate(traj.config["sample_steps"])}
     tokens = cfg["steps"] * cfg["batch_size"] * cfg["context"] * len(g)
     cfg.update({"vocab": V, "source": source})
-    return LMResult(traj, entropies, alignment, samples, cfg, seconds, tokens / seconds)
+    return LMResult(traj, entropies, alignment, samples, cfg, seconds, tokens / seconds, band)
 
 
 def run_lm_command(args) -> int:

@@ -90,3 +90,59 @@ def test_predictor_from_a_shared_table_equals_one_counted_alone():
         assert shared.n == n and torch.equal(shared.probs, NGramPredictor(tokens, 5, n).probs)
     with pytest.raises(ValueError, match="V\\^\\(n-1\\)"):
         NGramPredictor.from_table(tables[2][:7], 5)
+
+
+def test_shuffled_band_holds_chance_and_an_aligned_embedding_stands_above_it():
+    from ctxlab.experiments import shuffled_alignment_band
+    from ctxlab.train import Trajectory
+
+    g = torch.Generator().manual_seed(5)
+    S = torch.randn(12, 4, generator=g, dtype=torch.float64)
+    E0 = 0.01 * torch.randn(12, 6, generator=g, dtype=torch.float64)
+    aligned = E0 + S @ torch.randn(4, 6, generator=g, dtype=torch.float64)  # E - E0 is a linear image of S
+    random = E0 + torch.randn(12, 6, generator=g, dtype=torch.float64)
+    embeddings = torch.stack([torch.stack([E0, aligned]), torch.stack([E0, random]), torch.stack([E0, torch.full_like(E0, torch.nan)])])
+    traj = Trajectory(steps=torch.tensor([0, 10]), loss=torch.zeros(3, 2), embeddings=embeddings, extras={},
+                      gammas=[1.0] * 3, seeds=[0, 1, 2], config={}, diverged_at=torch.tensor([-1, -1, 5]))
+    band = shuffled_alignment_band(traj, {"s": S}, n=30)["s"]
+    assert band.shape == (2, 3, 2) and bool((band[0, :2] <= band[1, :2]).all())
+    from ctxlab.align import cka, permutation_baseline
+
+    baseline = permutation_baseline("cka", embeddings[:2, 1] - E0, S, n=30)  # the same shuffles, one CKA each
+    torch.testing.assert_close(band[:, :2, 1], torch.stack([baseline.min(0).values, baseline.max(0).values]))
+    assert float(cka(aligned - E0, S)) > float(band[1, 0, 1]) + 0.2  # the aligned model clears its band
+    assert float(band[0, 1, 1]) <= float(cka(random - E0, S)) <= float(band[1, 1, 1])  # chance falls inside the band
+    assert bool(band[:, 2, 1].isnan().all())  # a diverged model has no band after it diverged
+    with pytest.raises(ValueError, match="number of shuffles"):
+        shuffled_alignment_band(traj, {"s": S}, n=0)
+
+
+def test_lm_settings_take_the_optimizer_and_the_band_round_trips():
+    from ctxlab.experiments import LMResult, language_model, lm_settings
+
+    assert lm_settings("quick", {"optimizer": "sgd"})["optimizer"] == "sgd"
+    with pytest.raises(ValueError, match="unknown optimizer 'gd'"):
+        lm_settings("quick", {"optimizer": "gd"})
+    run = language_model(seeds=(0,), source="pydoc", profile="quick", steps=4, record_every=2, optimizer="sgd", lr=0.5,
+                         progress=False)
+    assert run.config["optimizer"] == "sgd" and run.alignment_band["bigram"].shape == (2, 1, 3)
+    again = LMResult.from_json(run.to_json())
+    torch.testing.assert_close(again.alignment_band["trigram"], run.alignment_band["trigram"].float(), atol=1e-5, rtol=0)
+
+
+def test_lm_figures_draw_the_band_only_where_one_was_recorded():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from ctxlab.experiments import recorded_lm_run
+    from ctxlab.plots import lm_figure, lm_regimes_figure
+
+    full = recorded_lm_run()
+    assert full.alignment_band is None and len(lm_figure(full).axes) == 2
+    from ctxlab.experiments import LMResult
+
+    numbers = full.to_json()
+    numbers["alignment_band"] = {name: [rows, rows] for name, rows in numbers["alignment"].items()}  # [2, K, T]
+    banded = LMResult.from_json(numbers)
+    fig = lm_regimes_figure({"a": banded, "b": banded})
+    assert len(fig.axes) == 6 and fig.axes[0].get_ylim() == fig.axes[3].get_ylim()
