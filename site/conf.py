@@ -57,7 +57,7 @@ html_copy_source = True  # the download button's .ipynb
 def _live_scripts(app, pagename, templatename, context, doctree):
     """The Vega bundle (900 kB) only on the pages that draw a live explorer."""
     if pagename.startswith("explorers/"):
-        app.add_js_file("vega-bundle.js")
+        app.add_js_file("vega-bundle.js", type="module")  # a module: its top-level names stay its own
 
 
 def setup(app):

@@ -77,7 +77,7 @@ def staircase_chart(data: dict) -> alt.VConcatChart:
     step = alt.param(name="step", value=steps[len(steps) // 4], bind=alt.binding_range(
         min=steps[0], max=steps[-1], step=steps[1] - steps[0], name="training step "))
     run = (alt.datum.gamma == gamma) & (alt.datum.seed == seed)
-    width, height = 260, 200
+    width, height = 300, 200
     x = alt.X("step:Q", title="step", scale=alt.Scale(domain=[steps[0], steps[-1]]))
     marker = alt.Chart(alt.Data(values=[{}])).mark_rule(color="crimson").encode(x=alt.X("s:Q")).transform_calculate(
         s=step.name)
@@ -100,7 +100,8 @@ def staircase_chart(data: dict) -> alt.VConcatChart:
         color=alt.Color("role:N", title="token role"), tooltip=["token:N", "role:N"],
     ).transform_filter(run & (alt.datum.step == step)).properties(
         width=height, height=height, title="embedding PCA at the chosen step")
-    return alt.hconcat(loss, shares, pca).add_params(gamma, seed, order, step).configure_view(stroke=None)
+    return (alt.vconcat(alt.hconcat(loss, shares), pca).add_params(gamma, seed, order, step)
+            .resolve_scale(color="independent").configure_view(stroke=None))
 
 
 def signature_data() -> dict:
@@ -126,7 +127,7 @@ def signature_data() -> dict:
             "cosines": cosines, "ladder": ladder, "task": dict(base.task_args), "form": SIGNATURE_FORM}
 
 
-def signature_chart(data: dict) -> alt.HConcatChart:
+def signature_chart(data: dict) -> alt.VConcatChart:
     """Order and token as Vega controls: the token's signature row, the cosine matrix, the ladder."""
     order = alt.param(name="order", value=1, bind=alt.binding_radio(options=data["orders"], name="order k "))
     token = alt.param(name="token", value=data["tokens"][0],
@@ -150,7 +151,8 @@ def signature_chart(data: dict) -> alt.HConcatChart:
             x="order:Q", y="entropy:Q",
             color=alt.condition(alt.datum.order == order, alt.value("crimson"), alt.value("grey"))),
     ).properties(width=200, height=200, title="entropy ladder (red: the chosen order)")
-    return alt.hconcat(row, cos, ladder).add_params(order, token).configure_view(stroke=None)
+    return (alt.vconcat(alt.hconcat(row, cos), ladder).add_params(order, token)
+            .resolve_scale(color="independent").configure_view(stroke=None))
 
 
 PAGE = """# {title}
@@ -159,7 +161,7 @@ PAGE = """# {title}
 
 ```{{raw}} html
 <div class="ctxlab-live" id="{name}"></div>
-<script type="text/javascript">
+<script type="module">
 vegaEmbed("#{name}", {spec}, {{"actions": false, "renderer": "svg"}}).catch(console.error);
 </script>
 ```

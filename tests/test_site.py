@@ -214,3 +214,14 @@ def test_every_widget_output_has_a_picture(notebook):
             if WIDGET in data:
                 assert "image/png" in data, f"{notebook}: a widget output without an image/png (rebuild it)"
                 assert "running Python kernel" in data.get("text/html", "")
+
+
+def test_explorers_show_their_picture_on_the_site(built_site):
+    """A lesson's explorer appears on its page as the saved picture with its note, not as widget code."""
+    folder = built_site[0]
+    for path in sorted((ROOT / "lessons").glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        explorers = sum(WIDGET in o.get("data", {}) for c in nb.cells for o in c.get("outputs", []))
+        page = (folder / "lessons" / f"{path.stem}.html").read_text(encoding="utf-8")
+        assert page.count('class="ctxlab-snapshot"') == explorers, f"{path.stem}: rebuild it (ctxlab build {path.stem})"
+        assert "VBox(children" not in page
