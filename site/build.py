@@ -26,7 +26,7 @@ sys.path.insert(0, str(HERE))
 # the library modules the API page documents, in reading order
 API_MODULES = ["ctxlab.tasks", "ctxlab.signatures", "ctxlab.models", "ctxlab.train", "ctxlab.align",
                "ctxlab.rungs", "ctxlab.theory", "ctxlab.experiments", "ctxlab.plots", "ctxlab.widgets",
-               "ctxlab.course"]
+               "ctxlab.figures", "ctxlab.course"]
 
 
 def stage(refresh: bool = False) -> None:
