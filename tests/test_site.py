@@ -216,12 +216,11 @@ def test_every_widget_output_has_a_picture(notebook):
                 assert "running Python kernel" in data.get("text/html", "")
 
 
-def test_explorers_show_their_picture_on_the_site(built_site):
+@pytest.mark.parametrize("notebook", sorted(p.name for p in (ROOT / "lessons").glob("*.ipynb")))
+def test_explorers_show_their_picture_on_the_site(built_site, notebook):
     """A lesson's explorer appears on its page as the saved picture with its note, not as widget code."""
-    folder = built_site[0]
-    for path in sorted((ROOT / "lessons").glob("*.ipynb")):
-        nb = nbformat.read(path, as_version=4)
-        explorers = sum(WIDGET in o.get("data", {}) for c in nb.cells for o in c.get("outputs", []))
-        page = (folder / "lessons" / f"{path.stem}.html").read_text(encoding="utf-8")
-        assert page.count('class="ctxlab-snapshot"') == explorers, f"{path.stem}: rebuild it (ctxlab build {path.stem})"
-        assert "VBox(children" not in page
+    nb = nbformat.read(ROOT / "lessons" / notebook, as_version=4)
+    explorers = sum(WIDGET in o.get("data", {}) for c in nb.cells for o in c.get("outputs", []))
+    page = (built_site[0] / "lessons" / notebook.replace(".ipynb", ".html")).read_text(encoding="utf-8")
+    assert page.count('class="ctxlab-snapshot"') == explorers, f"rebuild it (ctxlab build {notebook[:-6]})"
+    assert "VBox(children" not in page
