@@ -65,3 +65,10 @@ def test_the_command_writes_the_gallery(tmp_path, capsys):
     assert main(["figures", "--only", CHEAP, "--device", "cpu", "--out", str(tmp_path / "figs")]) == 0
     assert "[1/1]" in capsys.readouterr().out
     assert sorted(p.name for p in (tmp_path / "figs").iterdir()) == [f"{CHEAP}.json", f"{CHEAP}.png", "index.html"]
+
+
+def test_the_readme_shows_every_figure():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for entry in REGISTRY.values():
+        assert (ROOT / "gallery" / f"{entry.name}.png").is_file(), f"no thumbnail: run site/thumbnails.py ({entry.name})"
+        assert f'src="gallery/{entry.name}.png"' in readme
