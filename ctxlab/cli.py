@@ -8,6 +8,7 @@
     ctxlab grade NOTEBOOK [--cell-timeout S] [--timeout S]
     ctxlab doctor
     ctxlab dashboard [--port N] [--open]
+    ctxlab figures [--profile quick|full] [--device D] [--out DIR] [--only NAME ...]
 
 Exit status: 0 done; 1 a model diverged (outputs written, the models named on stderr); 2 a bad
 option, device or output path, found before any training (one line ``ctxlab CMD: error: ...``).
@@ -98,6 +99,15 @@ def _dashboard(args: argparse.Namespace) -> int:
     return serve_dashboard(port=args.port, open_browser=args.open)
 
 
+def _figures(args: argparse.Namespace) -> int:
+    from ctxlab.env import device
+    from ctxlab.figures import render_figures, select
+
+    select(args.only)  # an unknown name fails before anything trains
+    render_figures(args.out, profile=args.profile, device=device(args.device), only=args.only)
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = _Parser(prog="ctxlab", description="The Context Staircase course: experiments and course tools.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -184,6 +194,15 @@ def parser() -> argparse.ArgumentParser:
     w.add_argument("--port", type=int, default=8866, help="port on 127.0.0.1 (default 8866)")
     w.add_argument("--open", action="store_true", help="open it in a web browser")
     w.set_defaults(func=_dashboard)
+
+    f = sub.add_parser("figures", help="regenerate every lesson's headline figure headless: NAME.png, NAME.json "
+                       "(its numbers) and an index.html gallery")
+    f.add_argument("--profile", choices=["quick", "full"], default="quick", help="scale of the runs (default quick)")
+    f.add_argument("--device", default="auto", help="cpu, cuda, cuda:N, mps or auto")
+    f.add_argument("--out", type=_path, default="figs", help="folder for the figures and the gallery (default figs)")
+    f.add_argument("--only", nargs="+", metavar="NAME", default=None,
+                   help="only these figures or lessons (e.g. 03_staircase 08_knobs)")
+    f.set_defaults(func=_figures)
     return p
 
 

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -242,3 +243,77 @@ def test_sliders_redraw_the_plot_in_jupyterlab(lab, sync_api):
         (ARTIFACTS / f"e2e-plot-{name}.png").write_bytes(png)
     assert pngs[0].startswith(b"\x89PNG")
     assert pngs[0] != pngs[1] != pngs[2]
+
+
+# --- the course website (tests/test_site.py builds it; served here by a plain static server) ---
+
+SITE_PAGES = {"math": "lessons/01_signatures.html", "explorer": "explorers/staircase.html",
+              "exercise": "exercises/01_signatures.html"}
+
+
+@pytest.fixture
+def site_url(built_site, sync_api, tmp_path):
+    """The built site on 127.0.0.1 through ``python -m http.server`` (any static server will do)."""
+    port = _free_port()
+    command = [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(built_site[0])]
+    yield from _serve(command, dict(os.environ), f"http://127.0.0.1:{port}", tmp_path / "http.log")
+
+
+def _svg(page, selector: str) -> str:
+    return page.locator(f"{selector} svg").first.inner_html()
+
+
+@pytest.mark.xdist_group("site")
+def test_the_site_works_offline_in_a_browser(site_url, sync_api):
+    """Every non-loopback request is blocked and counted: a lesson with math typesets it and shows
+    its figures, the live staircase explorer redraws when its step slider moves, an exercise page
+    renders; no request leaves the machine and none fails."""
+    blocked, failed = [], []
+
+    def route(r):
+        host = urllib.parse.urlparse(r.request.url).hostname
+        if host in ("127.0.0.1", "localhost"):
+            r.continue_()
+        else:
+            blocked.append(r.request.url)
+            r.abort()
+
+    with sync_api.sync_playwright() as p:
+        browser = _browser(p)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.route("**/*", route)
+        page.on("response", lambda resp: resp.status >= 400 and failed.append(f"{resp.status} {resp.url}"))
+        try:
+            page.goto(f"{site_url}/{SITE_PAGES['math']}")
+            # MathJax (bundled) typesets every formula of the page
+            typeset = "() => { const m = [...document.querySelectorAll('.math')];" \
+                      " return m.length > 0 && m.every(e => e.querySelector('mjx-container')); }"
+            page.wait_for_function(typeset, timeout=60_000)
+            figures = page.locator("img")
+            assert figures.count() >= 2
+            loaded = "els => els.filter(e => e.complete && e.naturalWidth > 0).length"
+            page.wait_for_function(f"() => {{ const f = {loaded}; return f([...document.images]) === document.images.length; }}",
+                                   timeout=30_000)
+            page.screenshot(path=ARTIFACTS / "site-lesson.png", full_page=False)
+
+            page.goto(f"{site_url}/{SITE_PAGES['explorer']}")
+            points = "() => document.querySelectorAll('#live-staircase g.mark-symbol.role-mark path').length > 0"
+            page.wait_for_function(points, timeout=30_000)  # Vega drew the PCA panel's tokens
+            before = _svg(page, "#live-staircase")
+            slider = page.locator("#live-staircase input[type=range]").first
+            slider.evaluate("(el) => { el.value = el.max; el.dispatchEvent(new Event('input', {bubbles: true})); }")
+            page.wait_for_function("([sel, old]) => document.querySelector(sel).innerHTML !== old",
+                                   arg=["#live-staircase svg", before], timeout=10_000)
+            page.screenshot(path=ARTIFACTS / "site-explorer.png", full_page=False)
+
+            page.goto(f"{site_url}/{SITE_PAGES['exercise']}")
+            page.wait_for_selector("div.cell", timeout=30_000)
+            assert "Exercise" in page.inner_text("main") or "exercise" in page.inner_text("main")
+            page.screenshot(path=ARTIFACTS / "site-exercise.png", full_page=False)
+        except Exception:
+            page.screenshot(path=ARTIFACTS / "site-failure.png")
+            raise
+        finally:
+            browser.close()
+    assert blocked == [], f"requests to outside hosts: {blocked}"
+    assert failed == [], f"local requests that failed: {failed}"

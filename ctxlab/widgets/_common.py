@@ -7,6 +7,7 @@ render the Figure to PNG ourselves and replace the contents of an ``Output`` wid
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import io
 import json
@@ -262,8 +263,40 @@ class Dashboard:
         show_png(out, self.png)
 
     def _repr_mimebundle_(self, **kwargs):
+        """The widget, plus a picture of its current (at build time: first) view for every place
+        without a kernel: GitHub, nbviewer, VS Code and the course website show the ``text/html``
+        (picture and a line saying where the controls work) or the ``image/png``."""
         if hasattr(self.widget, "_repr_mimebundle_"):  # ipywidgets 8
-            return self.widget._repr_mimebundle_(**kwargs)
-        # ipywidgets 7 (Colab's 7.7) displays through _ipython_display_; this is the bundle it sends
-        view = {"version_major": 2, "version_minor": 0, "model_id": self.widget.model_id}
-        return {"text/plain": repr(self.widget)[:110], "application/vnd.jupyter.widget-view+json": view}
+            bundle = dict(self.widget._repr_mimebundle_(**kwargs))
+        else:  # ipywidgets 7 (Colab's 7.7) displays through _ipython_display_; this is the bundle it sends
+            view = {"version_major": 2, "version_minor": 0, "model_id": self.widget.model_id}
+            bundle = {"text/plain": repr(self.widget)[:110], "application/vnd.jupyter.widget-view+json": view}
+        if self.png is not None:
+            png = base64.b64encode(self.png).decode("ascii")
+            bundle["image/png"] = png
+            bundle["text/html"] = (f'<img class="ctxlab-snapshot" alt="the explorer\'s first view" '
+                                   f'src="data:image/png;base64,{png}"/>\n<p class="ctxlab-snapshot-note">{snapshot_note()}</p>')
+        return bundle
+
+
+def snapshot_note() -> str:
+    """The line under an explorer's saved picture: its controls need a running kernel, and where to get one."""
+    links = course_links()
+    where = f' (open the course in <a href="{links[0]}">Colab</a> or on <a href="{links[1]}">Binder</a>)' if links else ""
+    return f"A picture of the explorer's first view: its controls need a running Python kernel{where}."
+
+
+@functools.lru_cache(maxsize=1)
+def course_links() -> tuple[str, str] | None:
+    """Colab and Binder addresses of the course, from ``[tool.ctxlab]`` of the repository this
+    package (or the working folder) lies in; None for an installed copy without one."""
+    from ctxlab.course.notebooks import find_root, load_config
+
+    for start in (Path(__file__).resolve().parent, None):
+        try:
+            config = load_config(find_root(start))
+        except (FileNotFoundError, ValueError, OSError):
+            continue
+        return (f"https://colab.research.google.com/github/{config.repository}/blob/{config.branch}",
+                f"https://mybinder.org/v2/gh/{config.repository}/{config.branch}")
+    return None

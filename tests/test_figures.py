@@ -1,0 +1,74 @@
+"""``ctxlab figures``: the registry of headline figures, its outputs, and its command line."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import torch
+
+from ctxlab.cli import main
+from ctxlab.figures import REGISTRY, jsonable, register, render_figures, select
+
+ROOT = Path(__file__).resolve().parents[1]
+CHEAP = "01_signatures_entropy_ladder"  # exact counts: no training
+
+
+def test_every_entry_heads_a_lesson_and_makes_a_figure_and_numbers():
+    lessons = {p.stem for p in (ROOT / "lessons").glob("*.py")}
+    assert REGISTRY and all(e.lesson in lessons for e in REGISTRY.values())
+    assert [e.lesson for e in select()] == sorted(e.lesson for e in REGISTRY.values())
+    assert select(["03_staircase", "08_knobs"]) == [REGISTRY["03_staircase"], REGISTRY["08_knobs_phase_map"]]
+
+
+def test_register_refuses_a_second_entry_or_a_bad_name():
+    with pytest.raises(ValueError, match="registered already"):
+        register(CHEAP, "01_signatures", "again")(lambda profile, device: None)
+    with pytest.raises(ValueError, match="file stem"):
+        register("a/b", "01_signatures", "bad")
+
+
+def test_jsonable_writes_tensors_and_dataclasses():
+    @dataclass
+    class Run:
+        loss: torch.Tensor
+        levels: tuple
+
+    assert jsonable({"run": Run(torch.tensor([1.0, 2.0]), (0.5,)), 3: [torch.tensor(2)]}) == \
+        {"run": {"loss": [1.0, 2.0], "levels": [0.5]}, "3": [2]}
+
+
+def test_a_figure_its_numbers_and_the_gallery(tmp_path):
+    lines = []
+    done = render_figures(tmp_path, only=[CHEAP], report=lines.append)
+    assert [d["name"] for d in done] == [CHEAP]
+    assert (tmp_path / f"{CHEAP}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    record = json.loads((tmp_path / f"{CHEAP}.json").read_text())  # strict: json.loads refuses nothing here
+    ladder = record["numbers"]["ladder"]
+    assert [s["order"] for s in ladder] == list(range(len(ladder)))
+    assert all(a["entropy"] > b["entropy"] for a, b in zip(ladder, ladder[1:]))  # each order is worth something
+    gallery = (tmp_path / "index.html").read_text()
+    assert f'src="{CHEAP}.png"' in gallery and f'href="{CHEAP}.json"' in gallery and "http" not in gallery
+    assert lines[0].startswith("[1/1] " + CHEAP) and "gallery" in lines[-1]
+
+
+def test_the_command_names_an_unknown_figure_before_training(tmp_path, capsys):
+    assert main(["figures", "--only", "no_such_figure", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("ctxlab figures: error: --only: no figure or lesson named ['no_such_figure']")
+    assert not list(tmp_path.iterdir())
+
+
+def test_the_command_writes_the_gallery(tmp_path, capsys):
+    assert main(["figures", "--only", CHEAP, "--device", "cpu", "--out", str(tmp_path / "figs")]) == 0
+    assert "[1/1]" in capsys.readouterr().out
+    assert sorted(p.name for p in (tmp_path / "figs").iterdir()) == [f"{CHEAP}.json", f"{CHEAP}.png", "index.html"]
+
+
+def test_the_readme_shows_every_figure():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for entry in REGISTRY.values():
+        assert (ROOT / "gallery" / f"{entry.name}.png").is_file(), f"no thumbnail: run site/thumbnails.py ({entry.name})"
+        assert f'src="gallery/{entry.name}.png"' in readme
