@@ -193,6 +193,25 @@ def permutation_baseline(name: str, E, S, n: int = 200, seed: int = 0, tokens=No
     return torch.stack([fn(E, S[torch.randperm(S.shape[0], generator=g)]) for _ in range(n)])
 
 
+def cka_shuffle_range(E, S, n: int = 50, seed: int = 0) -> Tensor:
+    """Lowest and highest CKA of E [..., V, d] against ``n`` row-shuffled copies of S: [..., 2].
+
+    The range of ``permutation_baseline("cka", E, S, n, seed)`` (the same shuffles), at one Gram
+    product per shuffle: shuffling S's rows permutes the rows and columns of its Gram matrix.
+    """
+    integer(n, "n (number of shuffles)", minimum=1)
+    E, S = _prepare(E, S, None)
+    ge, gs = _gram(E), _gram(S)
+    norm = (torch.linalg.matrix_norm(ge) * torch.linalg.matrix_norm(gs)).clamp_min(1e-300)
+    g = torch.Generator().manual_seed(seed)
+    scores = []
+    for _ in range(n):
+        p = torch.randperm(gs.shape[0], generator=g)
+        scores.append((ge * gs[p][:, p]).sum((-1, -2)) / norm)
+    scores = torch.stack(scores)
+    return torch.stack([scores.min(0).values, scores.max(0).values], -1)
+
+
 def align_trajectory(traj, signatures, metric_name: str = "cka", tokens=None, relative_to_init: bool = False) -> dict[str, Tensor]:
     """Alignment of every recorded embedding with each signature: name -> [K, T].
 

@@ -364,30 +364,18 @@ class LMResult:
 def shuffled_alignment_band(traj: Trajectory, signatures: dict, n: int = 50, seed: int = 0) -> dict[str, torch.Tensor]:
     """Per signature, the lowest and highest CKA(E - E0, S with its rows shuffled) over ``n`` shuffles at
     every record: [2, K, T], the range of :func:`ctxlab.align.permutation_baseline` (same shuffles for the
-    same seed). A CKA curve means alignment only where it stands above this band. Shuffling S's rows
-    permutes the rows and columns of its Gram matrix, so each shuffle costs one product, not a new CKA;
-    NaN where the model diverged, as in :func:`ctxlab.align.align_trajectory`."""
-    from ctxlab.align import _gram, _prepare
+    same seed). A CKA curve means alignment only where it stands above this band; NaN where the model
+    diverged, as in :func:`ctxlab.align.align_trajectory`."""
+    from ctxlab.align import cka_shuffle_range
     from ctxlab.train import blank_after_divergence
-    from ctxlab.validate import integer
 
-    integer(n, "n (number of shuffles)", minimum=1)
     E = traj.embeddings - traj.embeddings[:, :1]
     usable = torch.isfinite(E).flatten(1).all(1)
     band = {}
     for name, S in signatures.items():
-        g = torch.Generator().manual_seed(seed)
         out = torch.full((*E.shape[:2], 2), float("nan"), dtype=torch.float64)
         if bool(usable.any()):
-            e, s = _prepare(E[usable], S, None)
-            ge, gs = _gram(e), _gram(s)
-            norm = (torch.linalg.matrix_norm(ge) * torch.linalg.matrix_norm(gs)).clamp_min(1e-300)
-            scores = []
-            for _ in range(n):
-                p = torch.randperm(gs.shape[0], generator=g)
-                scores.append((ge * gs[p][:, p]).sum((-1, -2)) / norm)
-            scores = torch.stack(scores)
-            out[usable] = torch.stack([scores.min(0).values, scores.max(0).values], -1)
+            out[usable] = cka_shuffle_range(E[usable], S, n, seed)
         band[name] = blank_after_divergence(out, traj.steps.tolist(), traj.diverged_at).permute(2, 0, 1)
     return band
 
