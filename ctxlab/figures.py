@@ -107,6 +107,15 @@ def _staircase(profile: str, device):
     return staircase_figure(result), result.to_json()
 
 
+@register("07_attention_pointer", "07_attention", "Attention stays at 1/L on the H(Y | key) rung, then finds the position the key names")
+def _attention(profile: str, device):
+    from ctxlab.attention_exp import attention_experiment
+    from ctxlab.plots import attention_figure
+
+    result = attention_experiment(gammas=(1.0,), seeds=(0, 1, 2), profile=profile, device=device, progress=False)
+    return attention_figure(result), result.to_json()
+
+
 @register("08_knobs_phase_map", "08_knobs", "The γ × learning-rate phase map")
 def _phase_map(profile: str, device):
     from ctxlab.experiments import phase_map
