@@ -4,8 +4,9 @@
 
 - keeps each notebook's cells on one worker, in order, and the tests of a file that share a module-
   or session-scoped fixture on one worker, so that no expensive fixture is built twice;
-- starts the long work first (notebooks, tests marked ``slow`` or ``install``), so that the many
-  short unit tests fill both workers at the end instead of one long notebook running alone."""
+- starts the long work first (notebooks, tests marked ``slow`` or ``install``, then the groups of
+  tests that share a fixture), so that the many short unit tests fill both workers at the end
+  instead of one long notebook or group running alone."""
 
 import pytest
 
@@ -25,8 +26,12 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.xdist_group(notebook))
         elif any(d.scope in ("module", "session") and d.baseid for d in defs):  # baseid "": pytest's own
             item.add_marker(pytest.mark.xdist_group(item.path.name))
-    # stable: a notebook's cells keep their order
-    items.sort(key=lambda item: not (notebook_of(item) or any(item.get_closest_marker(m) for m in LONG)))
+    def start(item) -> int:  # 0: notebooks and long tests, 1: other groups (run serially), 2: the rest
+        if notebook_of(item) or any(item.get_closest_marker(m) for m in LONG):
+            return 0
+        return 1 if item.get_closest_marker("xdist_group") else 2
+
+    items.sort(key=start)  # stable: a notebook's cells keep their order
 
 
 class GroupIds:
