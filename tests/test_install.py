@@ -134,12 +134,13 @@ def link_torch(venv: Path) -> bool:
     if not Requirement(torch_pin()).specifier.contains(dist.version):
         return False
     target = site_packages(venv)
-    files = [f for f in dist.files or [] if not f.parts[0] == ".."]  # scripts live outside site-packages
+    # scripts live outside site-packages; a file RECORD lists may be gone (a deleted __pycache__)
+    files = [f for f in dist.files or [] if f.parts[0] != ".." and dist.locate_file(f).exists()]
     try:
         for f in files:
             (target / f).parent.mkdir(parents=True, exist_ok=True)
             os.link(dist.locate_file(f), target / f)
-    except OSError:  # another filesystem, or a file RECORD lists that is not there: install instead
+    except OSError:  # another filesystem: install instead
         shutil.rmtree(target / "torch", ignore_errors=True)
         for info in target.glob("torch-*.dist-info"):
             shutil.rmtree(info)
@@ -152,7 +153,7 @@ def colab_venv(tmp_path_factory) -> Path:
     """A fresh virtual environment holding Colab's kind of preinstalled packages, and no ctxlab."""
     venv = tmp_path_factory.mktemp("colab") / "venv"
     run([sys.executable, "-m", "venv", venv])
-    link_torch(venv)
+    print(f"Colab-like venv: torch {'hard-linked from the test runner' if link_torch(venv) else 'installed by pip'}")
     # --no-compile: skip byte-compiling the thousands of modules never imported here
     run([venv / "bin/python", "-m", "pip", "install", "-q", "--no-compile", torch_pin(), *COLAB_PACKAGES])
     return venv
