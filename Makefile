@@ -71,18 +71,20 @@ lab: $(LAB)
 build: $(LAB)
 	$(BIN)/ctxlab build
 
-# Two workers, one torch thread each (2 cores). The solution and exercise notebooks run once, in the
-# grading-contract tests; the lessons run once, under nbval, which doubles as the portability guard:
-# they were built with the machine's default kernels and threads, and their checked outputs must
-# match with 1 thread and AVX2 kernels (where the CPU has AVX2). Notebook times are reported, not
-# failed; `python benchmarks/notebook_budget.py` enforces them on an idle machine.
+# One pytest run on two workers, one torch thread each (2 cores): the unit tests and the lessons
+# under nbval together, long work first (conftest.py), so that neither core idles. The solution and
+# exercise notebooks run once, in the grading-contract tests; the lessons run once, under nbval,
+# which doubles as the portability guard: they were built with the machine's default kernels and
+# threads, and their checked outputs must match with 1 thread and AVX2 kernels (where the CPU has
+# AVX2). Notebook times are reported, not failed; `python benchmarks/notebook_budget.py` enforces
+# them on an idle machine. The cell timeout only ends a hang: lesson 03's training cell ran past
+# 300 s on a 2-core machine under load 6-10, and a busy machine is not a broken course.
 TEST_ENV := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(shell grep -qw avx2 /proc/cpuinfo 2>/dev/null && echo ATEN_CPU_CAPABILITY=avx2)
+NBVAL    := --nbval-lax --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout 1800
 
 test: $(TESTS) $(E2E) $(SITE)
 	$(BIN)/ctxlab build --check
-	$(TEST_ENV) $(PYTEST) -rs -n 2 --dist loadgroup --durations=10 tests
-	$(TEST_ENV) $(PYTEST) -n 2 --dist loadfile --nbval-lax --nbval-current-env \
-	    --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout 300 lessons
+	$(TEST_ENV) $(PYTEST) -rs -n 2 --dist loadgroup --no-loadscope-reorder --durations=15 $(NBVAL) tests lessons
 
 clean:
 	rm -rf $(VENV)

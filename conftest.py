@@ -1,16 +1,54 @@
 """Root conftest: loads the notebook-budget plugin for every pytest run in the repository, so
 `pytest --nbval-lax lessons` reports wall time and peak memory per notebook; and, for parallel runs
-(`pytest -n 2 --dist loadgroup`), keeps the tests of a file that shares a module- or session-scoped
-fixture on one worker, so that no expensive fixture is built twice."""
+(`pytest -n 2 --dist loadgroup --no-loadscope-reorder tests lessons`, as `make test` runs them):
+
+- keeps each notebook's cells on one worker, in order, and the tests of a file that share a module-
+  or session-scoped fixture on one worker, so that no expensive fixture is built twice;
+- starts the long work first (notebooks, tests marked ``slow`` or ``install``, then the groups of
+  tests that share a fixture), so that the many short unit tests fill both workers at the end
+  instead of one long notebook or group running alone."""
 
 import pytest
 
 pytest_plugins = ["ctxlab.course.budget"]
+LONG = ("slow", "install")
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups
 def pytest_collection_modifyitems(items):
+    from ctxlab.course.budget import notebook_of  # imported here: pytest loads the plugin (assert rewriting)
+
     for item in items:
+        notebook = notebook_of(item)
         info = getattr(item, "_fixtureinfo", None)
         defs = [d for ds in (info.name2fixturedefs.values() if info else []) for d in ds]
-        if any(d.scope in ("module", "session") and d.baseid for d in defs):  # baseid "": pytest's own
+        if notebook is not None:
+            item.add_marker(pytest.mark.xdist_group(notebook))
+        elif any(d.scope in ("module", "session") and d.baseid for d in defs):  # baseid "": pytest's own
             item.add_marker(pytest.mark.xdist_group(item.path.name))
+    def start(item) -> int:  # 0: notebooks and long tests, 1: other groups (run serially), 2: the rest
+        if notebook_of(item) or any(item.get_closest_marker(m) for m in LONG):
+            return 0
+        return 1 if item.get_closest_marker("xdist_group") else 2
+
+    items.sort(key=start)  # stable: a notebook's cells keep their order
+
+
+class GroupIds:
+    """pytest-xdist (3.8) tells its scheduler an item's group by appending ``@group`` to
+    ``item._nodeid``, which pytest 9 no longer reads (a node keeps its id in ``item._id``): without
+    this, ``--dist loadgroup`` silently spreads a notebook's cells and a shared fixture's tests over
+    both workers. Runs after xdist's hook and renames only the items it left unnamed."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config, items):
+        if not getattr(config.option, "loadgroup", False):  # set in xdist workers under --dist loadgroup
+            return
+        for item in items:
+            groups = sorted({str(m.args[0]) for m in item.iter_markers("xdist_group")})
+            if groups and "@" not in item.nodeid and hasattr(item, "_id"):
+                item._id = type(item._id).parse(f"{item.nodeid}@{'_'.join(groups)}")
+
+
+def pytest_configure(config):
+    config.pluginmanager.register(GroupIds(), "ctxlab-xdist-group-ids")

@@ -92,30 +92,27 @@ def test_align_trajectory_shapes():
     assert out["label1-incremental"].shape == (2, traj.steps.numel())
 
 
-@pytest.mark.slow
-def test_staircase_command_shows_every_rung(tmp_path):
-    """Issue 13's acceptance numbers for the headline task: at gamma = 1 every seed rests >= 100 steps
-    within 0.01 nats of H1 and H2, never climbs back by more than 0.01 and ends on H3; at gamma = 0.5
-    the H1 dwell is at most a fifth of gamma = 1's. The JSON holds the whole curves and is strict."""
+def test_staircase_command_writes_what_the_library_computes(tmp_path):
+    """The command's figure and strict JSON hold exactly what ``staircase()`` computes for the same
+    options: the whole curves and every rung reading. Issue 13's acceptance numbers for the headline
+    task at the quick profile (every seed rests on H1 and H2 at gamma = 1, never climbs back, ends on
+    H3; gamma = 0.5 barely rests on H1) are lesson 03's checked outputs, from the same training, so
+    `make test` trains it once (under nbval); here a short run is enough."""
     from ctxlab.cli import main
+    from ctxlab.experiments import staircase
 
-    out = tmp_path / "figs"
-    assert main(["staircase", "--gammas", "0.5", "1.0", "--out", str(out), "--json", str(out / "s.json"),
-                 "--no-progress", "--profile", "quick"]) == 0
+    out, steps = tmp_path / "figs", 300
+    assert main(["staircase", "--gammas", "0.5", "1.0", "--steps", str(steps), "--out", str(out),
+                 "--json", str(out / "s.json"), "--no-progress", "--profile", "quick"]) == 0
     assert (out / "staircase.png").stat().st_size > 10_000
     data = json.loads((out / "s.json").read_text(), parse_constant=lambda c: pytest.fail(f"non-strict JSON: {c}"))
     levels = plateau_levels(hierarchy_task(block=8, n_values=2).population)
     assert data["task"]["values"] == 2 and data["task"]["block"] == 8 and data["seconds"] > 0
     assert [lv["loss"] for lv in data["levels"]] == pytest.approx(levels, abs=1e-6)
-    runs = {(r["gamma"], r["seed"]): r for r in data["runs"]}
-    assert sorted(runs) == [(g, s) for g in (0.5, 1.0) for s in range(3)]
-    for seed in range(3):
-        run = runs[(1.0, seed)]
-        assert len(run["loss"]) == len(run["steps"]) and run["steps"][-1] == 4000
-        assert all(rung["dwell_steps"] >= 100 for rung in run["rungs"][1:-1]), run["rungs"]
-        assert run["max_rise"] <= 0.01 and abs(run["final_loss"] - levels[-1]) <= 0.01
-    shortest = min(runs[(1.0, s)]["rungs"][1]["dwell_steps"] for s in range(3))
-    assert all(5 * runs[(0.5, s)]["rungs"][1]["dwell_steps"] <= shortest for s in range(3))
+    assert [(r["gamma"], r["seed"]) for r in data["runs"]] == [(g, s) for g in (0.5, 1.0) for s in range(3)]
+    assert all(r["steps"][-1] == steps and len(r["loss"]) == len(r["steps"]) for r in data["runs"])
+    library = staircase(gammas=(0.5, 1.0), seeds=(0, 1, 2), steps=steps, profile="quick", progress=False).to_json()
+    assert data["runs"] == library["runs"] and data["levels"] == library["levels"]
 
 
 def test_halfway_step_and_role_norms():

@@ -167,10 +167,11 @@ def test_a_diverging_run_says_so_keeps_its_numbers_and_fails(tmp_path, capsys):
     assert (tmp_path / "figs" / "staircase.png").exists()
 
 
-def test_a_real_process_ends_with_one_line_and_no_traceback(tmp_path):
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    for argv in (["staircase", "--json", str(tmp_path), *LONG], ["lm", "--device", "tpu", *LONG]):
-        done = subprocess.run([sys.executable, "-m", "ctxlab.cli", *argv], capture_output=True, text=True,
-                              timeout=120, env=env)
-        assert done.returncode == 2 and "Traceback" not in done.stderr
-        assert len(done.stderr.strip().splitlines()) == 1 and done.stdout == ""
+@pytest.mark.parametrize("argv", [["staircase", "--json", "{tmp}", *LONG], ["lm", "--device", "tpu", *LONG]],
+                         ids=["json is a folder", "unknown device"])  # two processes: one per worker
+def test_a_real_process_ends_with_one_line_and_no_traceback(tmp_path, argv):
+    argv = [a.format(tmp=tmp_path) for a in argv]
+    done = subprocess.run([sys.executable, "-m", "ctxlab.cli", *argv], capture_output=True, text=True,
+                          timeout=120, env=dict(os.environ, OMP_NUM_THREADS="1"))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and done.stdout == ""

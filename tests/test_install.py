@@ -1,12 +1,12 @@
 """Installs as each place makes them: the wheel, Colab's setup cell, Binder's pins.
 
-The tests marked ``install`` (``pytest -m install`` selects them, ``-m 'not install'`` skips them)
-build the wheel once and share one fresh virtual environment that holds what Colab ships before
-ctxlab (torch at the pin in constraints.txt, numpy, matplotlib, ipywidgets 7.7.1, notebook 6.5,
-ipykernel, pytest, tqdm). The Colab test runs a lesson's setup cell there with a stand-in
-``google.colab`` module and ``CTXLAB_INSTALL`` naming the local wheel (Colab itself installs the
-release from GitHub); the wheel test then runs the console script from a folder outside the
-repository. The other tests here are plain unit tests of the install files.
+The test marked ``install`` (``pytest -m install`` selects it, ``-m 'not install'`` skips it) builds
+the wheel and makes one fresh virtual environment that holds what Colab ships before ctxlab (torch
+at the pin in constraints.txt, numpy, matplotlib, ipywidgets 7.7.1, notebook 6.5, ipykernel, pytest,
+tqdm). It runs a lesson's setup cell there with a stand-in ``google.colab`` module and
+``CTXLAB_INSTALL`` naming the local wheel (Colab itself installs the release from GitHub), then the
+console script from a folder outside the repository. The other tests here are plain unit tests of
+the install files.
 """
 
 from __future__ import annotations
@@ -52,11 +52,13 @@ nbformat.write(nb, sys.argv[1])
 
 PROBE = '''\
 import json, google.colab.output, ipywidgets, ctxlab
+from ctxlab.experiments import recorded_lm_run
 from ctxlab.widgets import signature_explorer
 
 bundle = signature_explorer()._repr_mimebundle_()
 print(json.dumps({"colab_calls": google.colab.output.calls, "ctxlab": ctxlab.__file__,
-                  "ipywidgets": ipywidgets.__version__, "widget_view": "application/vnd.jupyter.widget-view+json" in bundle}))
+                  "ipywidgets": ipywidgets.__version__, "widget_view": "application/vnd.jupyter.widget-view+json" in bundle,
+                  "recorded_steps": len(recorded_lm_run().trajectory.steps)}))
 '''
 
 
@@ -114,12 +116,45 @@ def wheel(tmp_path_factory) -> tuple[Path, str]:
     return built, log
 
 
+def link_torch(venv: Path) -> bool:
+    """Give ``venv`` the running interpreter's torch as hard links (one copy of its ~750 MB on disk,
+    in a second instead of a minute) when that torch is the pinned one; False where it is not, or
+    where the two folders cannot share files. pip then treats torch as installed, as on Colab, and
+    fills in torch's own small dependencies itself. A reinstall by the setup cell writes new files
+    (new RECORD, new mtime) and leaves the runner's torch untouched: pip never writes into a file it
+    replaces."""
+    import importlib.metadata
+
+    from packaging.requirements import Requirement
+
+    try:
+        dist = importlib.metadata.distribution("torch")
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    if not Requirement(torch_pin()).specifier.contains(dist.version):
+        return False
+    target = site_packages(venv)
+    # scripts live outside site-packages; a file RECORD lists may be gone (a deleted __pycache__)
+    files = [f for f in dist.files or [] if f.parts[0] != ".." and dist.locate_file(f).exists()]
+    try:
+        for f in files:
+            (target / f).parent.mkdir(parents=True, exist_ok=True)
+            os.link(dist.locate_file(f), target / f)
+    except OSError:  # another filesystem: install instead
+        shutil.rmtree(target / "torch", ignore_errors=True)
+        for info in target.glob("torch-*.dist-info"):
+            shutil.rmtree(info)
+        return False
+    return True
+
+
 @pytest.fixture(scope="session")
 def colab_venv(tmp_path_factory) -> Path:
     """A fresh virtual environment holding Colab's kind of preinstalled packages, and no ctxlab."""
     venv = tmp_path_factory.mktemp("colab") / "venv"
     run([sys.executable, "-m", "venv", venv])
-    # --no-compile: skip byte-compiling the thousands of modules (torch's above all) never imported here
+    print(f"Colab-like venv: torch {'hard-linked from the test runner' if link_torch(venv) else 'installed by pip'}")
+    # --no-compile: skip byte-compiling the thousands of modules never imported here
     run([venv / "bin/python", "-m", "pip", "install", "-q", "--no-compile", torch_pin(), *COLAB_PACKAGES])
     return venv
 
@@ -141,7 +176,11 @@ def lesson_notebook():
 
 
 @pytest.mark.install
-def test_colab_setup_cell_adds_only_what_colab_lacks(colab_venv, wheel, tmp_path):
+def test_colab_setup_cell_installs_a_working_course(colab_venv, wheel, tmp_path):
+    """Colab's path in one run: the setup cell adds ctxlab and only what Colab lacks (never a new
+    torch, never a Jupyter server), the explorers display with Colab's ipywidgets, and the installed
+    (non-editable) wheel carries its data (the shipped text, the recorded GPU run) and its console
+    script, used from a folder outside the repository."""
     import nbformat
 
     python = colab_venv / "bin/python"
@@ -175,23 +214,13 @@ def test_colab_setup_cell_adds_only_what_colab_lacks(colab_venv, wheel, tmp_path
     assert probe["colab_calls"] == ["enable_custom_widget_manager"]
     assert Path(probe["ctxlab"]).is_relative_to(site_packages(colab_venv)), "ctxlab came from the wheel"
     assert probe["ipywidgets"] == "7.7.1" and probe["widget_view"], "the explorers display with Colab's ipywidgets"
+    assert probe["recorded_steps"] > 0, "the wheel carries the recorded GPU run"
 
-
-@pytest.mark.install
-def test_wheel_runs_outside_the_repository(colab_venv, wheel, tmp_path):
-    """The installed (non-editable) wheel carries its data: the shipped text and the recorded GPU run."""
-    bin_ = colab_venv / "bin"
-    run([bin_ / "python", "-m", "pip", "install", "-q", wheel[0], f"torch=={installed(bin_ / 'python')['torch']}"])
     env = clean_env(CTXLAB_PROFILE="quick")
-    out = run([bin_ / "python", "-c", "import ctxlab, ctxlab.experiments as e; print(ctxlab.__file__); "
-               "print(len(e.recorded_lm_run().trajectory.steps))"], cwd=tmp_path, env=env)
-    location, recorded_steps = out.split()[:2]
-    assert Path(location).is_relative_to(site_packages(colab_venv)) and int(recorded_steps) > 0
-    assert "ctxlab=0.1.0" in run([bin_ / "ctxlab", "doctor"], cwd=tmp_path, env=env)
-    run([bin_ / "ctxlab", "lm", "--steps", "5", "--no-progress", "--json", "lm.json"], cwd=tmp_path, env=env)
-    run([bin_ / "ctxlab", "staircase", "--steps", "50", "--no-progress", "--json", "st.json"], cwd=tmp_path, env=env)
-    assert json.loads((tmp_path / "lm.json").read_text())["steps"][-1] == 5
-    assert (tmp_path / "figs/lm.png").is_file() and (tmp_path / "figs/staircase.png").is_file()
+    assert "ctxlab=0.1.0" in run([colab_venv / "bin/ctxlab", "doctor"], cwd=work, env=env)
+    run([colab_venv / "bin/ctxlab", "lm", "--steps", "5", "--no-progress", "--json", "lm.json"], cwd=work, env=env)
+    assert json.loads((work / "lm.json").read_text())["steps"][-1] == 5, "the shipped text trains from the wheel"
+    assert (work / "figs/lm.png").is_file()
 
 
 @pytest.mark.install

@@ -51,13 +51,14 @@ def pytest_configure(config):
         os.environ.setdefault("CI", "true")  # kernels inherit it: tqdm silent, quick profile
 
 
-def _notebook(item) -> str | None:
+def notebook_of(item) -> str | None:
+    """The notebook an nbval cell item belongs to (its path as pytest names it); None for other tests."""
     return item.nodeid.split("::")[0] if hasattr(item, "cell_num") else None
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
-    nb = _notebook(item)
+    nb = notebook_of(item)
     if nb is not None:
         _started.setdefault(nb, time.perf_counter())  # the first cell's setup starts the kernel
 
@@ -68,7 +69,7 @@ def pytest_runtest_makereport(item, call):
     report = outcome.get_result()
     if report.when != "call":
         return
-    nb = _notebook(item)
+    nb = notebook_of(item)
     if nb is not None:  # an nbval cell: measure its notebook so far
         peak = process_peak_mb(kernel_pid(getattr(getattr(item.parent, "kernel", None), "km", None)))
         report.user_properties += [("notebook", nb), ("notebook_wall_s", time.perf_counter() - _started[nb]),
