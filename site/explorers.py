@@ -27,7 +27,8 @@ def _round(x: float) -> float:
 
 def staircase_data(refresh: bool = False) -> dict:
     """Loss, order shares and embedding PCA of the staircase explorer's quick sweep, as records."""
-    from ctxlab.widgets.staircase import embedding_pca, staircase_sweep, sweep_settings
+    from ctxlab.align import pca_2d
+    from ctxlab.widgets.staircase import staircase_sweep, sweep_settings
 
     settings = sweep_settings("gd", profile="quick")
     key = json.loads(json.dumps(asdict(settings)))
@@ -52,7 +53,7 @@ def staircase_data(refresh: bool = False) -> dict:
                 for o in sweep.orders:
                     shares.append({"gamma": gamma, "seed": seed, "step": step, "order": o,
                                    "share": _round(sweep.alignment[g, s, o - 1, t])})
-                coords = embedding_pca(E[t]).numpy() / radius
+                coords = pca_2d(E[t]).numpy() / radius
                 for v, (name, role) in enumerate(zip(sweep.token_names, sweep.roles)):
                     points.append({"gamma": gamma, "seed": seed, "step": step, "token": name, "role": role,
                                    "pc1": _round(coords[v, 0]), "pc2": _round(coords[v, 1])})
