@@ -6,7 +6,7 @@
 # 2. how lessons, exercises, grading and the `ctxlab` command fit together;
 # 3. how to run any experiment at full scale on a GPU.
 #
-# **Prerequisites.** Python, a little PyTorch, cross-entropy. **Run time.** About 20 seconds on a CPU.
+# **Prerequisites.** Python, a little PyTorch, cross-entropy. **Run time.** About 45 seconds on one CPU core (the explorer trains 10 small models).
 
 # %% [markdown]
 # ## The question

@@ -14,8 +14,8 @@
 # **Prerequisites.** Lesson 01 (signatures, the entropy ladder) and lesson 02 (CKA, subspace
 # fraction, chance levels). Gradient descent and cross-entropy.
 #
-# **Run time.** About a minute on a laptop CPU (two training calls: 9 models for 4000 steps,
-# then 3 models for 3000 steps); a GPU is not needed.
+# **Run time.** About a minute on two CPU cores, a minute and a half on one (two training calls:
+# 9 models for 4000 steps, then 3 models for 3000 steps); a GPU is not needed.
 
 # %% [markdown]
 # ## What we expect to see

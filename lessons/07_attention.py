@@ -13,8 +13,7 @@
 #
 # **Prerequisites.** Lesson 04 (E1), lesson 06 (pair statistics); softmax attention.
 #
-# **Run time.** About 50 seconds of CPU time on one thread (measured on a shared, heavily loaded
-# 2-core machine, where the wall time was 3–4 minutes); the gradient-descent run is most of it.
+# **Run time.** About 35 seconds on one CPU core; the gradient-descent run is most of it.
 
 # %% [markdown]
 # ## A task that needs attention
