@@ -219,25 +219,6 @@ def model_pair_residual(model, data: Dataset, i: int, j: int) -> Tensor:
 # --- lesson 07: attention at small init ---
 
 
-def partner_attention(task) -> Callable[[object], Tensor]:
-    """A ``train`` probe: mean over sequences of attn[query = last position, key = partner position].
-
-    ``task`` must be a partner task (``info["partner_position"]``); the probe returns [K].
-    While attention is uniform this is exactly 1 / L.
-    """
-    where = task.info.get("partner_position")
-    if where is None:
-        raise ValueError("partner_attention needs a task with info['partner_position'] (see partner_task)")
-    x = task.population.x
-    rows = torch.arange(x.shape[0])
-
-    def probe(model) -> Tensor:
-        attn = model.attention(x.to(model.embedding.device))[:, :, -1, :]  # [K, N, L]
-        return attn[:, rows, where.to(attn.device)].mean(1)
-
-    return probe
-
-
 def target_attention(task) -> Callable[[object], Tensor]:
     """A ``train`` probe: mean over sequences of attn[query = the key (last position), key = the
     position it names] for a pointer task (``info["target_position"]``); returns [K], 1/L while uniform."""
