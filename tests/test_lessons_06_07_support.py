@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from ctxlab.signatures import conditional_entropy, interaction, joint
-from ctxlab.tasks import TASKS, hierarchy_task, make_task, partner_task
+from ctxlab.tasks import TASKS, hierarchy_task, make_task, partner_task, pointer_task
 from ctxlab.theory import pair_residual
 
 
@@ -63,20 +63,21 @@ def test_partner_task_rejects_bad_input():
         partner_task(n_fillers=20, seq_len=6)
 
 
-def test_partner_attention_is_one_over_l_at_small_init_and_bag_matches_the_model():
+def test_target_attention_is_one_over_l_at_small_init_and_bag_matches_the_model():
     from ctxlab.models import make_model
-    from ctxlab.theory import bag_of_context, partner_attention
+    from ctxlab.theory import bag_of_context, target_attention
 
-    task = partner_task(n_keys=6, n_partners=6, n_fillers=1, seq_len=6)
+    task = pointer_task(n_ctx=2, n_values=2, mix=(0.5, 0.5))
+    L = task.population.seq_len
     model = make_model("attention", task, gamma=1.5, seed=[0, 1], d=8, hidden=8)
-    assert torch.allclose(partner_attention(task)(model), torch.full((2,), 1 / 6), atol=1e-4)
+    assert torch.allclose(target_attention(task)(model), torch.full((2,), 1 / L), atol=1e-4)
     with torch.no_grad():
         model.w_q.zero_()  # exactly uniform attention
         out = model.attention(task.population.x) @ (
             (model.embedding[:, task.population.x] + model.position[:, None]) @ model.w_v[:, None])
     assert torch.allclose(out[:, :, -1], bag_of_context(model, task.population.x), atol=1e-6)
-    with pytest.raises(ValueError, match="partner_position"):
-        partner_attention(hierarchy_task())
+    with pytest.raises(ValueError, match="target_position"):
+        target_attention(hierarchy_task())
 
 
 def test_departure_step():
