@@ -24,6 +24,8 @@ def pytest_collection_modifyitems(items):
         defs = [d for ds in (info.name2fixturedefs.values() if info else []) for d in ds]
         if notebook is not None:
             item.add_marker(pytest.mark.xdist_group(notebook))
+        elif item.get_closest_marker("xdist_group"):  # a group the test names itself (e.g. "site") stays whole
+            continue
         elif any(d.scope in ("module", "session") and d.baseid for d in defs):  # baseid "": pytest's own
             item.add_marker(pytest.mark.xdist_group(item.path.name))
     def start(item) -> int:  # 0: notebooks and long tests, 1: other groups (run serially), 2: the rest
