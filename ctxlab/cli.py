@@ -108,6 +108,15 @@ def _figures(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_run_options(p: argparse.ArgumentParser, numbers: str = "the numbers") -> None:
+    """The options every training command shares: where it runs, at what scale, where its outputs go."""
+    p.add_argument("--device", default="auto", help="cpu, cuda, cuda:N, mps or auto")
+    p.add_argument("--out", type=_path, default="figs", help="folder for the figure")
+    p.add_argument("--json", type=_path, default=None, help=f"write {numbers} to this JSON file")
+    p.add_argument("--profile", choices=["quick", "full"], default=None, help="override CTXLAB_PROFILE")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
 def parser() -> argparse.ArgumentParser:
     p = _Parser(prog="ctxlab", description="The Context Staircase course: experiments and course tools.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -125,11 +134,7 @@ def parser() -> argparse.ArgumentParser:
                         "(default 0.4 0.3 0.3)")
     s.add_argument("--optimizer", choices=["gd", "adam"], default="gd",
                    help="gd: full-batch gradient descent (default); adam: a contrast (use a small --lr, e.g. 0.01)")
-    s.add_argument("--device", default="auto", help="cpu, cuda, cuda:N, mps or auto")
-    s.add_argument("--out", type=_path, default="figs", help="folder for the figure")
-    s.add_argument("--json", type=_path, default=None, help="write the numbers to this JSON file")
-    s.add_argument("--profile", choices=["quick", "full"], default=None, help="override CTXLAB_PROFILE")
-    s.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_run_options(s)
     s.set_defaults(func=_staircase)
 
     a = sub.add_parser("attention", help="train one attention layer on a task that needs it, next to the same "
@@ -138,11 +143,7 @@ def parser() -> argparse.ArgumentParser:
     a.add_argument("--seeds", type=_positive_int, default=3, help="seeds per gamma")
     a.add_argument("--steps", type=_positive_int, default=None, help="training steps (default: from the profile)")
     a.add_argument("--lr", type=_positive_float, default=0.2, help="gradient-descent learning rate (default 0.2)")
-    a.add_argument("--device", default="auto", help="cpu, cuda, cuda:N, mps or auto")
-    a.add_argument("--out", type=_path, default="figs", help="folder for the figure")
-    a.add_argument("--json", type=_path, default=None, help="write the numbers to this JSON file")
-    a.add_argument("--profile", choices=["quick", "full"], default=None, help="override CTXLAB_PROFILE")
-    a.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_run_options(a)
     a.set_defaults(func=_attention)
 
     m = sub.add_parser("lm", help="train a small GPT on real text; KL to n-gram models, alignment; figure + JSON "
@@ -159,11 +160,7 @@ def parser() -> argparse.ArgumentParser:
     m.add_argument("--heads", type=_positive_int, default=None, help="attention heads")
     m.add_argument("--batch-size", type=_positive_int, default=None, help="global batch (split over torchrun processes)")
     m.add_argument("--lr", type=_positive_float, default=None, help="Adam learning rate")
-    m.add_argument("--device", default="auto", help="cpu, cuda, cuda:N, mps or auto")
-    m.add_argument("--profile", choices=["quick", "full"], default=None, help="override CTXLAB_PROFILE")
-    m.add_argument("--out", type=_path, default="figs", help="folder for the figure")
-    m.add_argument("--json", type=_path, default=None, help="write the curves to this JSON file")
-    m.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_run_options(m, numbers="the curves")
     m.set_defaults(func=_lm)
 
     b = sub.add_parser("build", help="build lesson, exercise and solution notebooks from their sources")
