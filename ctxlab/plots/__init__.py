@@ -1,0 +1,53 @@
+"""Figure functions: each takes results and returns a matplotlib Figure; no global state.
+
+One module per topic; everything is re-exported here, so ``from ctxlab.plots import staircase_figure``
+works whatever module a figure lives in."""
+
+from ctxlab.plots.attention import attention_figure
+from ctxlab.plots.lm import NGRAM_COLORS, lm_figure, lm_panels, lm_regimes_figure
+from ctxlab.plots.signatures import (
+                                     METRIC_TITLES,
+                                     chance_vs_vocab_figure,
+                                     cosine_matrices,
+                                     cosine_similarity,
+                                     entropy_ladder_figure,
+                                     noise_sweep_figure,
+                                     permutation_histograms,
+                                     signature_heatmaps,
+)
+from ctxlab.plots.staircase import (
+                                     ROLE_COLORS,
+                                     alignment_panels,
+                                     embedding_pca_grid,
+                                     phase_map_figure,
+                                     rung_curves,
+                                     staircase_figure,
+)
+from ctxlab.plots.structure import (
+                                     GAMMA_COLORS,
+                                     anchor_embedding_figure,
+                                     class_cosine_figure,
+                                     composition_curves_figure,
+                                     embedding_split_figure,
+                                     neighbour_overlap_figure,
+                                     plateau_race_figure,
+)
+from ctxlab.plots.style import (
+                                     ATTRIBUTE_MARKERS,
+                                     ORDER_COLORS,
+                                     SEED_COLORS,
+                                     SEED_STYLES,
+                                     label_levels,
+                                     seed_style,
+                                     token_ticks,
+)
+
+__all__ = [
+    "ATTRIBUTE_MARKERS", "GAMMA_COLORS", "METRIC_TITLES", "NGRAM_COLORS", "ORDER_COLORS", "ROLE_COLORS",
+    "SEED_COLORS", "SEED_STYLES", "alignment_panels", "anchor_embedding_figure", "attention_figure",
+    "chance_vs_vocab_figure", "class_cosine_figure", "composition_curves_figure", "cosine_matrices",
+    "cosine_similarity", "embedding_pca_grid", "embedding_split_figure", "entropy_ladder_figure",
+    "label_levels", "lm_figure", "lm_panels", "lm_regimes_figure", "neighbour_overlap_figure",
+    "noise_sweep_figure", "permutation_histograms", "phase_map_figure", "plateau_race_figure", "rung_curves",
+    "seed_style", "signature_heatmaps", "staircase_figure", "token_ticks",
+]

@@ -1,0 +1,49 @@
+"""Figures of the attention experiment (lesson 07, ``ctxlab attention``)."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+
+from ctxlab.plots.style import SEED_COLORS, label_levels
+
+
+
+def attention_figure(result, gammas=None) -> Figure:
+    """One column per γ, one colour per seed. Top: the loss of the attention model (thin) and of the
+    same model with attention frozen uniform (thick and pale, drawn underneath: where the two agree
+    the thin line runs inside the pale one), against the labelled levels and the bag's floor (dotted). Middle: the attention from the key to the position it names, with the band 1/L ± tol.
+    Bottom: ‖W_Q W_Kᵀ‖ (log scale).
+
+    ``result`` is a :class:`ctxlab.attention_exp.AttentionResult`.
+    """
+    gammas = sorted(set(result.gammas) if gammas is None else {float(g) for g in gammas})
+    if not set(gammas) <= set(result.gammas):
+        raise ValueError(f"gammas {gammas} must be among the run's {sorted(set(result.gammas))}")
+    fig, axes = plt.subplots(3, len(gammas), figsize=(5.2 * len(gammas) + 1.4, 7.8), sharex="col", squeeze=False)
+    steps = result.trained.steps.numpy()
+    L, tol = result.task.seq_len, result.reads[0].tol if result.reads[0] is not None else 0.02
+    bag = result.task.info["bag_level"]
+    for col, g in enumerate(gammas):
+        top, middle, bottom = axes[:, col]
+        for k in [k for k, gk in enumerate(result.gammas) if gk == g]:
+            color = SEED_COLORS[result.seeds[k] % len(SEED_COLORS)]
+            top.plot(steps, result.baseline.loss[k].numpy(), color=color, lw=5, alpha=0.25, solid_capstyle="butt")
+            top.plot(steps, result.trained.loss[k].numpy(), color=color, lw=1.3, label=f"seed {result.seeds[k]}")
+            middle.plot(steps, result.trained.extras["attention_to_target"][k].numpy(), color=color, lw=1.3)
+            bottom.semilogy(steps, result.trained.extras["qk_norm"][k].numpy(), color=color, lw=1.3)
+        label_levels(top, result.levels, result.level_names)
+        top.axhline(bag, color="grey", ls=":", lw=1.0, zorder=0)
+        top.annotate(f"{result.bag_name} = {bag:.3f}", (1.0, bag), xycoords=("axes fraction", "data"), xytext=(3, 0),
+                     textcoords="offset points", ha="left", va="center", fontsize=7, color="grey")
+        top.set_title(f"γ = {g:g}   thin: attention learned; thick, pale: attention frozen at 1/L", fontsize=9)
+        middle.axhspan(1 / L - tol, 1 / L + tol, color="grey", alpha=0.2, lw=0, label=f"1/L ± {tol:g}")
+        middle.set_ylim(0, 1)
+        bottom.set_xlabel("gradient-descent step")
+    axes[0, 0].set_ylabel("loss (nats)")
+    axes[1, 0].set_ylabel("attention: key → the\nposition it names")
+    axes[2, 0].set_ylabel("‖W_Q W_Kᵀ‖")
+    axes[0, -1].legend(loc="upper right", fontsize=7)
+    axes[1, -1].legend(loc="upper left", fontsize=7)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,89 @@
+"""Figures of the small GPT on real text (lesson 09, ``ctxlab lm``)."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+
+from ctxlab.plots.style import SEED_COLORS, label_levels, seed_style
+
+
+NGRAM_COLORS = {"unigram": "#1b9e77", "bigram": "#d95f02", "trigram": "#7570b3"}
+
+
+def _model_label(gamma: float, seed: int) -> str:
+    return f"γ={gamma:g}, seed {seed}"
+
+
+def lm_panels(result, axes, title: str | None = None) -> None:
+    """Draw one GPT run into a row of axes: held-out loss against ln V and the n-gram entropies
+    (labelled at the right edge), KL to each n-gram (minima marked), and, when ``axes`` has a
+    third panel, CKA(ΔE, text signature) with its shuffled band (the range of CKA against
+    row-shuffled signatures, lesson 02). Models are told apart by colour (loss) and line style.
+    """
+    import math
+
+    from matplotlib.lines import Line2D
+
+    traj = result.trajectory
+    steps = traj.steps.numpy()
+    ax_loss, ax_kl = axes[0], axes[1]
+    models = list(zip(traj.gammas, traj.seeds))
+    for k, (g, s) in enumerate(models):
+        style = {"ls": seed_style(k), "lw": 1.2, "alpha": 0.9}
+        ax_loss.plot(steps, traj.loss[k].numpy(), color=SEED_COLORS[k % len(SEED_COLORS)], label=_model_label(g, s), **style)
+        for name, color in NGRAM_COLORS.items():
+            kl = traj.extras[f"kl_{name}"][k]
+            ax_kl.plot(steps, kl.numpy(), color=color, **style)
+            i = int(kl.nan_to_num(nan=float("inf")).argmin())
+            ax_kl.plot(steps[i], float(kl[i]), "o", color=color, ms=4)
+    levels = [math.log(result.config["vocab"]), *result.entropies.values()]
+    label_levels(ax_loss, levels, names=["ln V", *result.entropies])
+    prefix = f"{title}: " if title else ""
+    ax_loss.set(title=f"{prefix}held-out loss", xlabel="step", ylabel="nats")
+    ax_kl.set(title=f"{prefix}KL(model ‖ n-gram), minima marked", xlabel="step", yscale="log")
+    ax_loss.legend(fontsize=7, loc="upper right", bbox_to_anchor=(1, 0.93))  # below the ln V line
+    styles = [Line2D([], [], color="grey", ls=seed_style(k), label=_model_label(g, s)) for k, (g, s) in enumerate(models)]
+    colours = [Line2D([], [], color=c, label=n) for n, c in NGRAM_COLORS.items()]
+    low, high = ax_kl.get_ylim()
+    ax_kl.set_ylim(low, high * 6)  # headroom: the legend sits above the curves
+    ax_kl.legend(handles=colours + styles, fontsize=7, ncol=2, loc="upper right")
+    if len(axes) < 3:
+        return
+    ax_align = axes[2]
+    band = result.alignment_band
+    for (name, curves), color in zip(result.alignment.items(), ("#d95f02", "#7570b3")):
+        for k in range(len(models)):
+            ax_align.plot(steps, curves[k].numpy(), color=color, ls=seed_style(k), lw=1.2)
+        if band is not None:  # the band of every model together: lowest low to highest high
+            ax_align.fill_between(steps, band[name][0].amin(0).numpy(), band[name][1].amax(0).numpy(),
+                                  color=color, alpha=0.18, lw=0)
+    handles = [Line2D([], [], color=c, label=f"{n} signature") for n, c in zip(result.alignment, ("#d95f02", "#7570b3"))]
+    if band is not None:
+        handles.append(plt.Rectangle((0, 0), 1, 1, color="grey", alpha=0.3, label="shuffled band"))
+    ax_align.legend(handles=handles, fontsize=7, loc="upper left")
+    ax_align.set(title=f"{prefix}CKA(E − E₀, text signature)", xlabel="step", ylim=(0, 1))
+
+
+def lm_figure(result) -> Figure:
+    """One GPT run (:class:`ctxlab.experiments.LMResult`) in three panels (:func:`lm_panels`); two
+    for a recording that kept no shuffled band: its CKA could not be read against one."""
+    alignment = result.alignment_band is not None
+    fig, axes = plt.subplots(1, 3 if alignment else 2, figsize=(15 if alignment else 10.5, 4))
+    lm_panels(result, axes)
+    fig.tight_layout()
+    return fig
+
+
+def lm_regimes_figure(results: dict) -> Figure:
+    """Several GPT runs (name -> LMResult), one row each, every column on one y scale."""
+    fig, axes = plt.subplots(len(results), 3, figsize=(15, 3.6 * len(results)), squeeze=False, sharex="col")
+    for row, (name, result) in zip(axes, results.items()):
+        lm_panels(result, row, title=name)
+    for column in axes.T:
+        low = min(ax.get_ylim()[0] for ax in column)
+        high = max(ax.get_ylim()[1] for ax in column)
+        for ax in column:
+            ax.set_ylim(low, high)
+    fig.tight_layout()
+    return fig

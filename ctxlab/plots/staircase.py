@@ -1,0 +1,179 @@
+"""Figures of the staircase: loss against its predicted levels, the alignment panels, the phase map."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+
+from ctxlab.plots.style import (
+    ATTRIBUTE_MARKERS,
+    ORDER_COLORS,
+    SEED_COLORS,
+    label_levels,
+    seed_style,
+)
+
+
+def staircase_figure(result, gammas=None) -> Figure:
+    """One column per γ, seeds as line styles. Top: the loss with the predicted levels dashed and
+    labelled. Middle: the share of ||E − E0||² in the directions each order adds (colour = order,
+    dashed = its chance level). Bottom: the mean ||E − E0|| of each token role (keys enter with order 1,
+    first anchors with order 2, ...).
+
+    ``result`` is a :class:`ctxlab.experiments.StaircaseResult`; ``gammas`` picks the columns (default all).
+    """
+    gammas = sorted(set(result.gammas) if gammas is None else {float(g) for g in gammas})
+    if not set(gammas) <= set(result.gammas):
+        raise ValueError(f"gammas {gammas} must be among the run's {sorted(set(result.gammas))}")
+    fig, axes = plt.subplots(3, len(gammas), figsize=(4.3 * len(gammas) + 0.9, 8.4), sharex="col", squeeze=False)
+    steps = result.trajectory.steps.numpy()
+    roles = list(result.norms)
+    for col, g in enumerate(gammas):
+        models = result.runs_at(g)
+        top, middle, bottom = axes[:, col]
+        for j, k in enumerate(models):
+            top.plot(steps, result.trajectory.loss[k].numpy(), color="black", lw=1.1, ls=seed_style(j),
+                     label=f"seed {result.seeds[k]}")
+        label_levels(top, result.levels)
+        top.set_title(f"γ = {g:g}")
+        for order in range(1, result.shares.shape[-1] + 1):
+            color = ORDER_COLORS[(order - 1) % len(ORDER_COLORS)]
+            for j, k in enumerate(models):
+                middle.plot(steps, result.shares[k, :, order - 1].numpy(), color=color, lw=1.1, ls=seed_style(j),
+                            label=f"order {order}" if j == 0 else None)
+            middle.axhline(result.chance[order - 1], color=color, lw=1.0, ls=(0, (1, 2)))
+        middle.set_ylim(-0.02, 1.02)
+        for r, role in enumerate(roles):
+            color = ORDER_COLORS[r % len(ORDER_COLORS)]
+            for j, k in enumerate(models):
+                bottom.plot(steps, result.norms[role][k].numpy(), color=color, lw=1.1, ls=seed_style(j),
+                            label=role if j == 0 else None)
+        bottom.set_xlabel("gradient-descent step")
+    axes[0, 0].set_ylabel("loss (nats)")
+    axes[1, 0].set_ylabel("share of ‖E − E₀‖²\nin order-k directions")
+    axes[2, 0].set_ylabel("mean ‖E − E₀‖ per role")
+    axes[0, -1].legend(loc="upper right", fontsize=7, title="line style", title_fontsize=7)
+    axes[1, -1].legend(loc="upper right", fontsize=7, title="dotted: chance", title_fontsize=7)
+    axes[2, -1].legend(loc="upper left", fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def rung_curves(steps, losses, levels, names, run_labels) -> Figure:
+    """Loss curves [K, T] (one colour per run) against a ladder of named levels, dashed and labelled."""
+    fig, ax = plt.subplots(figsize=(7.6, 3.6))
+    steps = steps.numpy() if hasattr(steps, "numpy") else steps
+    for k, label in enumerate(run_labels):
+        ax.plot(steps, losses[k].numpy(), lw=1.2, color=SEED_COLORS[k % len(SEED_COLORS)], label=label)
+    label_levels(ax, levels, names)
+    ax.set_xlabel("gradient-descent step")
+    ax.set_ylabel("loss (nats)")
+    ax.legend(loc="lower left", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+# --- lesson 03 ---
+
+# A role gets the colour of the order that first moves it: keys order 1, first anchors order 2, ...
+ROLE_COLORS = {"key": ORDER_COLORS[1], "anchor1": ORDER_COLORS[2], "anchor2": ORDER_COLORS[3]}
+def alignment_panels(steps, cka: dict, subspace, chance: float, norms: dict, onsets=None) -> Figure:
+    """Three views of one γ over training: CKA(ΔE, ΔSᵏ) per order, the subspace fraction in span(ΔS¹)
+    with its chance level, and the mean embedding norm per token role. Curves: [K, T] (one per seed);
+    ``onsets`` [K, L] draws the stair onsets as dotted verticals.
+    """
+    x = steps.numpy()
+    fig, axes = plt.subplots(1, 3, figsize=(13.5, 3.4), sharex=True)
+    for name, curves in cka.items():
+        order = int(name.split("-")[0][-1])
+        for j, curve in enumerate(curves):
+            axes[0].plot(x, curve.numpy(), color=ORDER_COLORS[order % len(ORDER_COLORS)], lw=1.1,
+                         label=f"order {order}" if j == 0 else None)
+    for curve in subspace:
+        axes[1].plot(x, curve.numpy(), color=ORDER_COLORS[1], lw=1.1)
+    axes[1].axhline(chance, color="grey", ls="--", label=f"chance = {chance:.3f}")
+    for role, curves in norms.items():
+        for j, curve in enumerate(curves):
+            axes[2].plot(x, curve.numpy(), color=ROLE_COLORS.get(role, "black"), lw=1.1, label=role if j == 0 else None)
+    titles = ("CKA(E − E₀, ΔSᵏ)", "share of ‖E − E₀‖² in span(ΔS¹)", "mean embedding norm per role")
+    for ax, title in zip(axes, titles):
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("gradient-descent step")
+        if onsets is not None:
+            for step in onsets.flatten().tolist():
+                if step >= 0:
+                    ax.axvline(step, color="lightgrey", ls=":", lw=0.8, zorder=0)
+        ax.legend(fontsize=8)
+    axes[0].set_ylim(-0.02, 1.02)
+    axes[1].set_ylim(-0.02, 1.02)
+    fig.tight_layout()
+    return fig
+
+
+def embedding_pca_grid(coords, roles, attributes, row_titles, col_titles) -> Figure:
+    """Small multiples of 2-D embedding projections: coords [rows, cols, V, 2].
+
+    Colour = token role, marker = attribute, so groups that the model has (or has not) separated show at once.
+    Both axes share one scale, so a principal axis that carries little variance looks short.
+    """
+    rows, cols = coords.shape[0], coords.shape[1]
+    fig, axes = plt.subplots(rows, cols, figsize=(3.1 * cols, 2.9 * rows), squeeze=False)
+    attributes = [int(a) for a in attributes]
+    for r in range(rows):
+        for c in range(cols):
+            ax = axes[r, c]
+            xy = coords[r, c].numpy()
+            for role in dict.fromkeys(roles):
+                for a in sorted(set(attributes)):
+                    idx = [i for i in range(len(roles)) if roles[i] == role and attributes[i] == a]
+                    ax.scatter(xy[idx, 0], xy[idx, 1], s=22, color=ROLE_COLORS.get(role, "black"),
+                               marker=ATTRIBUTE_MARKERS[a % len(ATTRIBUTE_MARKERS)], alpha=0.8,
+                               label=f"{role}, attr {a}" if r == 0 and c == 0 else None)
+            ax.set_xticks([])
+            ax.set_yticks([])
+            ax.set_aspect("equal", adjustable="datalim")  # PC2 drawn to PC1's scale: a weak axis looks weak
+            if r == 0:
+                ax.set_title(col_titles[c], fontsize=9)
+            if c == 0:
+                ax.set_ylabel(row_titles[r], fontsize=9)
+    fig.legend(loc="center right", fontsize=7, frameon=False)
+    fig.tight_layout(rect=(0, 0, 0.86, 1))
+    return fig
+
+
+
+# --- lesson 08 ---
+
+
+def phase_map_figure(pm) -> Figure:
+    """Two heat maps over gamma (rows) x learning rate (columns): first-plateau length and final loss.
+
+    ``pm`` is a :class:`ctxlab.experiments.PhaseMap`. Diverged cells are grey and marked "div";
+    cells that never left ln C are marked with "≥" (the rest lasted the whole run).
+    """
+    import numpy as np
+
+    never_left = (pm.wait.isnan() & ~pm.diverged).numpy()
+    diverged = pm.diverged.numpy()
+    panels = [("rest at ln C before stair 1 (steps)", pm.plateau.numpy(), "viridis", "{:.0f}"),
+              ("final loss (nats)", pm.final.numpy(), "magma_r", "{:.3f}")]
+    fig, axes = plt.subplots(1, 2, figsize=(5.2 + 0.9 * len(pm.lrs), 0.6 * len(pm.gammas) + 2.2), squeeze=False)
+    for ax, (title, values, cmap_name, fmt) in zip(axes[0], panels):
+        cmap = plt.get_cmap(cmap_name).with_extremes(bad="lightgrey")
+        image = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, origin="lower", aspect="auto")
+        fig.colorbar(image, ax=ax, shrink=0.85)
+        for i in range(len(pm.gammas)):
+            for j in range(len(pm.lrs)):
+                if diverged[i, j]:
+                    text = "div"
+                else:
+                    text = ("≥" if never_left[i, j] and "steps" in title else "") + fmt.format(values[i, j])
+                ax.text(j, i, text, ha="center", va="center", fontsize=7,
+                        bbox={"boxstyle": "round,pad=0.15", "fc": "white", "alpha": 0.6, "lw": 0})
+        ax.set_xticks(range(len(pm.lrs)), [f"{r:g}" for r in pm.lrs])
+        ax.set_yticks(range(len(pm.gammas)), [f"{g:g}" for g in pm.gammas])
+        ax.set_xlabel("learning rate")
+        ax.set_ylabel("γ (init exponent)")
+        ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,35 @@
+"""What every figure shares: the colour of each order, the line style of each seed, labelled levels."""
+
+from __future__ import annotations
+
+ORDER_COLORS = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e")
+SEED_STYLES = ("-", "--", "-.", (0, (5, 1, 1, 1, 1, 1)))
+SEED_COLORS = ("#222222", "#1f78b4", "#e6550d", "#31a354")
+ATTRIBUTE_MARKERS = ("o", "^", "s", "D", "v")
+
+
+def seed_style(j: int) -> str:
+    """The line style of the j-th seed of a panel (seeds are told apart by style, orders by colour)."""
+    return SEED_STYLES[j % len(SEED_STYLES)]
+
+
+def label_levels(ax, levels, names=None, x=None) -> None:
+    """Dashed predicted levels, each labelled at the right edge (H_k = value, or its name)."""
+    for order, level in enumerate(levels):
+        color = ORDER_COLORS[(order - 1) % len(ORDER_COLORS)] if order else "grey"
+        ax.axhline(level, ls="--", lw=0.9, color=color, zorder=0)
+        text = f"H{order} = {level:.3f}" if names is None else f"{names[order]} = {level:.3f}"
+        ax.annotate(text, (1.0, level), xycoords=("axes fraction", "data"), xytext=(3, 0),
+                    textcoords="offset points", ha="left", va="center", fontsize=7, color=color)
+
+
+
+def token_ticks(ax, names, axis: str = "y", every: int = 1) -> None:
+    """Token names as tick labels, every ``every``-th one, on the y axis, the x axis or both."""
+    ticks = list(range(0, len(names), every))
+    labels = [names[i] for i in ticks]
+    if axis in ("y", "both"):
+        ax.set_yticks(ticks, labels, fontsize=6)
+    if axis in ("x", "both"):
+        ax.set_xticks(ticks, labels, fontsize=6, rotation=90)
+
