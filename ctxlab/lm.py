@@ -27,6 +27,7 @@ from ctxlab.train import (
     recorded_steps,
     blank_after_divergence,
     check_training_settings,
+    descend,
     progress_bar,
 )
 from ctxlab.validate import integer, number, token_ids
@@ -127,6 +128,12 @@ def kl_to(model_logits: Tensor, predictor: NGramPredictor, x: Tensor, first: int
     target = predictor.predict(x)[:, first - (predictor.n - 2):]  # align to positions first..T-1
     logp = torch.log_softmax(model_logits[:, :, first:], dim=-1)
     return (logp.exp() * (logp - target.clamp_min(1e-30).log())).sum(-1).mean((1, 2))
+
+
+def next_token_loss(logits: Tensor, targets: Tensor) -> Tensor:
+    """Mean next-token cross-entropy of each model [K]: logits [K, B, T, V], targets [B, T]."""
+    logp = torch.log_softmax(logits, dim=-1)
+    return -logp.gather(-1, targets.expand(logits.shape[0], -1, -1)[..., None]).squeeze(-1).mean((1, 2))
 
 
 def random_windows(tokens: Tensor, n: int, length: int, generator: torch.Generator) -> Tensor:
@@ -233,35 +240,28 @@ def train_lm(
     if sample_at and prompt is None:
         raise ValueError("sample_at needs a prompt")
 
-    def cross_entropy(logits: Tensor, targets: Tensor) -> Tensor:
-        logp = torch.log_softmax(logits, dim=-1)
-        return -logp.gather(-1, targets.expand(logits.shape[0], -1, -1)[..., None]).squeeze(-1).mean((1, 2))
+    def step_loss(step: int) -> Tensor:
+        batch = random_windows(train_tokens, batch_size, T, batches)[rank::world].to(dev)
+        loss = next_token_loss(model(batch[:, :-1]), batch[:, 1:])
+        watch.check(step, _worst_over_ranks(loss.detach(), world))
+        return loss
 
-    with progress_bar(steps, "training GPT", progress) as bar:
-        for step in range(steps + 1):
-            if step in wanted:
-                with torch.no_grad():
-                    logits = model(held_out[:, :-1])
-                    recorder.put("loss", cross_entropy(logits, held_out[:, 1:]))
-                    recorder.put("embedding", model.embedding)
-                    for name, predictor in yardsticks.items():
-                        recorder.put(f"kl_{name}", kl_to(logits, predictor, held_out[:, :-1], first))
-                    for name, fn in (probes or {}).items():
-                        recorder.put(name, fn(model))
-                    recorder.advance()
-            if step in sample_at:
-                samples.append(generate(model, prompt, sample_tokens, seed=seed).cpu())
-            if step == steps:
-                break
-            batch = random_windows(train_tokens, batch_size, T, batches)[rank::world].to(dev)
-            loss = cross_entropy(model(batch[:, :-1]), batch[:, 1:])
-            watch.check(step, _worst_over_ranks(loss.detach(), world))
-            model.zero_grad(set_to_none=True)
-            loss.sum().backward()
-            if world > 1:
-                _average_gradients(params, world)
-            opt.step()
-            bar.update()
+    def observe(step: int, _loss: Tensor | None) -> None:
+        if step in wanted:
+            with torch.no_grad():
+                logits = model(held_out[:, :-1])
+                recorder.put("loss", next_token_loss(logits, held_out[:, 1:]))
+                recorder.put("embedding", model.embedding)
+                for name, predictor in yardsticks.items():
+                    recorder.put(f"kl_{name}", kl_to(logits, predictor, held_out[:, :-1], first))
+                for name, fn in (probes or {}).items():
+                    recorder.put(name, fn(model))
+                recorder.advance()
+        if step in sample_at:
+            samples.append(generate(model, prompt, sample_tokens, seed=seed).cpu())
+
+    descend(model, opt, steps, step_loss, observe, progress_bar(steps, "training GPT", progress),
+            after_backward=(lambda: _average_gradients(params, world)) if world > 1 else None)
     recorded = sorted(wanted)
     for name in ["loss", *(f"kl_{name}" for name in yardsticks)]:  # no honest value after a divergence
         recorder.buffers[name] = blank_after_divergence(recorder.buffers[name], recorded, watch.diverged_at)

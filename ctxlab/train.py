@@ -253,6 +253,27 @@ def progress_bar(steps: int, desc: str, progress: bool | None):
     return tqdm(total=steps, desc=desc, disable=not progress_enabled(progress), leave=False)
 
 
+def descend(model: Ensemble, optimizer: Optimizer, steps: int, step_loss: Callable[[int], Tensor],
+            observe: Callable[[int, Tensor | None], None], bar, after_backward: Callable[[], None] | None = None) -> None:
+    """The one gradient-descent loop every trainer shares: ``steps`` updates, each from ``step_loss(step)``
+    ([K] losses, checked for divergence by the caller), with ``observe(step, loss)`` called before each
+    update and once after the last (``loss`` None there), so that what is recorded at step s is the state
+    that step s's update starts from. ``after_backward`` runs between backward and the update (e.g. to
+    average gradients over processes)."""
+    with bar:
+        for step in range(steps + 1):
+            loss = step_loss(step) if step < steps else None
+            observe(step, loss)
+            if loss is None:
+                return
+            model.zero_grad(set_to_none=True)
+            loss.sum().backward()
+            if after_backward is not None:
+                after_backward()
+            optimizer.step()
+            bar.update()
+
+
 def train(
     model: Ensemble,
     data: Dataset,
@@ -311,42 +332,35 @@ def train(
     batches = torch.Generator(device="cpu").manual_seed(seed)
 
     recorder = Recorder(len(wanted))
+    wanted_set = set(wanted)
+    full_batch = not batch_size
 
-    def record(full_loss: Tensor) -> None:
-        recorder.put("loss", full_loss)
+    def step_loss(step: int) -> Tensor:
+        if full_batch:
+            loss = cross_entropy(model(data.x), data)
+        else:
+            rows = torch.multinomial(data.weights.cpu(), batch_size, replacement=True, generator=batches).to(dev)
+            batch = Dataset(data.x[rows], data.y[rows], data.vocab_size, data.n_labels,
+                            torch.full((batch_size,), 1.0 / batch_size, device=dev))
+            loss = cross_entropy(model(batch.x), batch)
+        watch.check(step, loss)
+        return loss
+
+    def observe(step: int, loss: Tensor | None) -> None:
+        if step not in wanted_set:
+            return
+        if loss is None or not full_batch:  # the last step, or a minibatch: the whole dataset's loss
+            with torch.no_grad():
+                loss = cross_entropy(model(data.x), data)
+            watch.check(step, loss)
+        recorder.put("loss", loss)
         recorder.put("embedding", model.embedding)
         with torch.no_grad():
             for name, fn in probes.items():
                 recorder.put(name, fn(model))
         recorder.advance()
 
-    wanted_set = set(wanted)
-    full_batch = not batch_size
-    with progress_bar(steps, desc, progress) as bar:
-        for step in range(steps + 1):
-            recording, final = step in wanted_set, step == steps
-            if full_batch and not final:
-                loss = cross_entropy(model(data.x), data)
-                watch.check(step, loss)
-                if recording:
-                    record(loss)
-            else:
-                if recording:
-                    with torch.no_grad():
-                        full_loss = cross_entropy(model(data.x), data)
-                    watch.check(step, full_loss)
-                    record(full_loss)
-                if final:
-                    break
-                rows = torch.multinomial(data.weights.cpu(), batch_size, replacement=True, generator=batches).to(dev)
-                batch = Dataset(data.x[rows], data.y[rows], data.vocab_size, data.n_labels,
-                                torch.full((batch_size,), 1.0 / batch_size, device=dev))
-                loss = cross_entropy(model(batch.x), batch)
-                watch.check(step, loss)
-            model.zero_grad(set_to_none=True)
-            loss.sum().backward()
-            opt.step()
-            bar.update()
+    descend(model, opt, steps, step_loss, observe, progress_bar(steps, desc, progress))
     return Trajectory(
         steps=torch.tensor(wanted),
         loss=blank_after_divergence(recorder.buffers.pop("loss"), wanted, watch.diverged_at),
