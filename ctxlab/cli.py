@@ -2,7 +2,8 @@
 
     ctxlab staircase [--gammas ...] [--seeds N] [--steps N] [--lr X] [--optimizer gd|adam]
                      [--values C --block B --mix p1 .. pL] [--device D] [--out DIR] [--json PATH]
-    ctxlab lm [--gammas ...] [--steps N] [--tokenizer char|bpe] [--device D] [--out DIR] [--json PATH]
+    ctxlab lm [--gammas ...] [--steps N] [--tokenizer char|bpe] [--optimizer sgd|adam] [--precision fp32|tf32|bf16]
+              [--device D] [--out DIR] [--json PATH]
     torchrun --nproc-per-node 2 -m ctxlab.cli lm ...      (data-parallel)
     ctxlab build [--check] [--force] [NAMES ...]
     ctxlab grade NOTEBOOK [--cell-timeout S] [--timeout S]
@@ -159,7 +160,11 @@ def parser() -> argparse.ArgumentParser:
     m.add_argument("--layers", type=_positive_int, default=None, help="transformer blocks")
     m.add_argument("--heads", type=_positive_int, default=None, help="attention heads")
     m.add_argument("--batch-size", type=_positive_int, default=None, help="global batch (split over torchrun processes)")
-    m.add_argument("--lr", type=_positive_float, default=None, help="Adam learning rate")
+    m.add_argument("--lr", type=_positive_float, default=None, help="learning rate (default: from the profile)")
+    m.add_argument("--optimizer", choices=["sgd", "adam"], default=None,
+                   help="adam (the profiles' default) or sgd (plain minibatch steps; give a larger --lr)")
+    m.add_argument("--precision", choices=["fp32", "tf32", "bf16"], default=None,
+                   help="fp32 (default), tf32 matmuls, or bf16 autocast with fp32 weights (GPU experiments)")
     _add_run_options(m, numbers="the curves")
     m.set_defaults(func=_lm)
 

@@ -22,6 +22,7 @@ import torch
 
 from ctxlab.align import align_trajectory, order_shares, role_norms
 from ctxlab.env import profile as current_profile
+from ctxlab.lm import PRECISIONS
 from ctxlab.models import ensemble_grid, make_model
 from ctxlab.rungs import Rungs, measure_rungs, measure_runs, stair_onsets
 from ctxlab.signatures import label_signature
@@ -278,9 +279,11 @@ def save_outputs(figure, figure_path: Path, numbers: dict, json_path: str | None
 # epochs; on an H200 the held-out loss bottoms out at steps 2500-2950 and then rises (memorising).
 LM_PROFILES = {
     "quick": {"context": 16, "d": 32, "n_layers": 1, "n_heads": 2, "steps": 800, "batch_size": 32, "lr": 1e-2,
-              "record_every": 10, "tokenizer": "char", "vocab_size": None, "optimizer": "adam"},
+              "record_every": 10, "tokenizer": "char", "vocab_size": None, "optimizer": "adam",
+              "precision": "fp32"},
     "full": {"context": 128, "d": 256, "n_layers": 4, "n_heads": 4, "steps": 3000, "batch_size": 64, "lr": 1e-3,
-             "record_every": 50, "tokenizer": "bpe", "vocab_size": 512, "optimizer": "adam"},
+             "record_every": 50, "tokenizer": "bpe", "vocab_size": 512, "optimizer": "adam",
+             "precision": "fp32"},
 }
 NGRAM_ORDERS = {"unigram": 1, "bigram": 2, "trigram": 3}
 
@@ -407,6 +410,8 @@ def lm_settings(profile: str | None, overrides: dict) -> dict:
         raise ValueError(f"the width d = {cfg['d']} must be divisible by the number of heads ({cfg['n_heads']})")
     if cfg["optimizer"] not in ("sgd", "adam"):
         raise ValueError(f"unknown optimizer {cfg['optimizer']!r} for the GPT; choose 'sgd' (plain minibatch steps) or 'adam'")
+    if cfg["precision"] not in PRECISIONS:
+        raise ValueError(f"unknown precision {cfg['precision']!r}; choose one of {PRECISIONS}")
     if cfg["tokenizer"] not in ("char", "bpe"):
         raise ValueError(f"unknown tokenizer {cfg['tokenizer']!r}; choose 'char' or 'bpe'")
     if cfg["tokenizer"] == "bpe" and integer(cfg["vocab_size"] or 512, "vocab_size") < 260:
@@ -450,7 +455,8 @@ def language_model(
     start = time.perf_counter()
     traj = train_lm(model, train_tokens, cfg["steps"], eval_tokens=held_out, yardsticks=yardsticks,
                     batch_size=cfg["batch_size"], optimizer=cfg["optimizer"], lr=cfg["lr"], record_every=cfg["record_every"], device=device,
-                    progress=progress, prompt=tok.encode(prompt), sample_at=sample_at, on_divergence=on_divergence)
+                    progress=progress, prompt=tok.encode(prompt), sample_at=sample_at, on_divergence=on_divergence,
+                    precision=cfg["precision"])
     seconds = time.perf_counter() - start
     signatures = {"bigram": bigram_signature(train_tokens, V), "trigram": trigram_increment(train_tokens, V)}
     alignment = align_trajectory(traj, signatures, "cka", relative_to_init=True)
@@ -467,7 +473,8 @@ def run_lm_command(args) -> int:
     from ctxlab.plots import lm_figure
 
     settings = dict(steps=args.steps, d=args.width, n_layers=args.layers, n_heads=args.heads, context=args.context,
-                    tokenizer=args.tokenizer, vocab_size=args.vocab_size, batch_size=args.batch_size, lr=args.lr)
+                    tokenizer=args.tokenizer, vocab_size=args.vocab_size, batch_size=args.batch_size, lr=args.lr,
+                    optimizer=args.optimizer, precision=args.precision)
     cfg = lm_settings(args.profile, settings)
     if args.source not in SOURCES:
         raise ValueError(f"unknown --source {args.source!r}; choose one of {SOURCES}")

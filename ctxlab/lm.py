@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from contextlib import contextmanager
 
 import torch
 from torch import Tensor, nn
@@ -130,6 +131,25 @@ def kl_to(model_logits: Tensor, predictor: NGramPredictor, x: Tensor, first: int
     return (logp.exp() * (logp - target.clamp_min(1e-30).log())).sum(-1).mean((1, 2))
 
 
+PRECISIONS = ("fp32", "tf32", "bf16")
+
+
+@contextmanager
+def numerics(precision: str):
+    """The float32 matrix-product precision for one training run, restored afterwards.
+
+    ``fp32``: full float32 products (TF32 off), the regime the course's small-init numbers are measured in;
+    ``tf32``: float32 products through TF32 tensor cores (10-bit mantissa; on a CPU nothing changes);
+    ``bf16``: float32 products here, the forward pass itself runs under bfloat16 autocast (see train_lm).
+    """
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("high" if precision == "tf32" else "highest")
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(before)
+
+
 def next_token_loss(logits: Tensor, targets: Tensor) -> Tensor:
     """Mean next-token cross-entropy of each model [K]: logits [K, B, T, V], targets [B, T]."""
     logp = torch.log_softmax(logits, dim=-1)
@@ -193,6 +213,7 @@ def train_lm(
     device=None,
     progress: bool | None = None,
     on_divergence: str = "raise",
+    precision: str = "fp32",
 ) -> Trajectory:
     """Next-token training of every model in the ensemble on the same random batches.
 
@@ -209,8 +230,13 @@ def train_lm(
 
     Divergence is handled as in :func:`ctxlab.train.train` (``on_divergence``); under torchrun a
     model counts as diverged when its loss does on any process, so every process freezes the same ones.
+
+    ``precision`` (see :func:`numerics`): ``fp32`` (the default, what the lessons use), ``tf32`` or
+    ``bf16``; the weights and the optimizer stay in fp32 in every case.
     """
     T = model.seq_len
+    if precision not in PRECISIONS:
+        raise ValueError(f"unknown precision {precision!r}; choose one of {PRECISIONS}")
     if optimizer not in OPTIMIZERS or optimizer == "gd":
         raise ValueError(f"unknown optimizer {optimizer!r} for minibatch training; choose one of {OPTIMIZERS[1:]}")
     check_training_settings(steps, 0.0, weight_decay, on_divergence)
@@ -240,16 +266,20 @@ def train_lm(
     if sample_at and prompt is None:
         raise ValueError("sample_at needs a prompt")
 
+    def forward(x: Tensor) -> Tensor:
+        with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=precision == "bf16"):
+            return model(x).float()
+
     def step_loss(step: int) -> Tensor:
         batch = random_windows(train_tokens, batch_size, T, batches)[rank::world].to(dev)
-        loss = next_token_loss(model(batch[:, :-1]), batch[:, 1:])
+        loss = next_token_loss(forward(batch[:, :-1]), batch[:, 1:])
         watch.check(step, _worst_over_ranks(loss.detach(), world))
         return loss
 
     def observe(step: int, _loss: Tensor | None) -> None:
         if step in wanted:
             with torch.no_grad():
-                logits = model(held_out[:, :-1])
+                logits = forward(held_out[:, :-1])
                 recorder.put("loss", next_token_loss(logits, held_out[:, 1:]))
                 recorder.put("embedding", model.embedding)
                 for name, predictor in yardsticks.items():
@@ -260,8 +290,9 @@ def train_lm(
         if step in sample_at:
             samples.append(generate(model, prompt, sample_tokens, seed=seed).cpu())
 
-    descend(model, opt, steps, step_loss, observe, progress_bar(steps, "training GPT", progress),
-            after_backward=(lambda: _average_gradients(params, world)) if world > 1 else None)
+    with numerics(precision):
+        descend(model, opt, steps, step_loss, observe, progress_bar(steps, "training GPT", progress),
+                after_backward=(lambda: _average_gradients(params, world)) if world > 1 else None)
     recorded = sorted(wanted)
     for name in ["loss", *(f"kl_{name}" for name in yardsticks)]:  # no honest value after a divergence
         recorder.buffers[name] = blank_after_divergence(recorder.buffers[name], recorded, watch.diverged_at)
@@ -273,7 +304,7 @@ def train_lm(
         gammas=list(model.gammas),
         seeds=list(model.seeds),
         config={"optimizer": optimizer, "lr": lr, "steps": steps, "batch_size": batch_size, "context": T, "processes": world,
-                "sample_steps": [s for s in sorted(set(sample_at)) if s <= steps]},
+                "sample_steps": [s for s in sorted(set(sample_at)) if s <= steps], "precision": precision},
         diverged_at=watch.diverged_at,
     )
 
