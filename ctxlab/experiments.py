@@ -121,22 +121,32 @@ def staircase(
     mix: Sequence[float] = HEADLINE_TASK["mix"],
     tol: float = 0.01,
     on_divergence: str = "raise",
+    task: Task | None = None,
+    d: int | None = None,
+    hidden: int | None = None,
+    record_every: int | None = None,
+    probes: dict | None = None,
 ) -> StaircaseResult:
     """Train Emb-MLP (GELU, no biases) on ``hierarchy_task(block, values, mix)`` for every (gamma, seed)
     in one batch, read every curve rung by rung and follow the embeddings order by order.
 
     ``on_divergence``: as in :func:`ctxlab.train.train` (``record`` keeps the run going and notes
-    the diverged models in ``trajectory.diverged_at``; their curves are not read: ``rungs[k]`` is None)."""
-    sizes = STAIRCASE_PROFILES[profile or current_profile()]
-    steps = sizes["steps"] if steps is None else steps
-    task = hierarchy_task(block=block, n_values=values, mix=tuple(mix))
+    the diverged models in ``trajectory.diverged_at``; their curves are not read: ``rungs[k]`` is None).
+    ``task`` replaces the hierarchy task (values, block and mix are then unused); ``d``, ``hidden``,
+    ``record_every`` override the profile's sizes; ``probes`` are recorded as in ``train`` (the
+    explorer's progress)."""
+    sizes = dict(STAIRCASE_PROFILES[profile or current_profile()])
+    sizes.update({k: v for k, v in (("steps", steps), ("d", d), ("hidden", hidden), ("record_every", record_every))
+                  if v is not None})
+    task = hierarchy_task(block=block, n_values=values, mix=tuple(mix)) if task is None else task
     g, s = ensemble_grid(gammas, seeds)
     model = make_model("mlp", task, d=sizes["d"], hidden=sizes["hidden"], gamma=g, seed=s)
     start = time.perf_counter()
-    traj = train(model, task.population, steps, optimizer=optimizer, lr=lr,
-                 record_every=sizes["record_every"], device=device, progress=progress, desc="staircase",
-                 on_divergence=on_divergence)
+    traj = train(model, task.population, sizes["steps"], optimizer=optimizer, lr=lr,
+                 record_every=sizes["record_every"], probes=probes, device=device, progress=progress,
+                 desc="staircase", on_divergence=on_divergence)
     seconds = time.perf_counter() - start
+    traj.config.update(d=sizes["d"], hidden=sizes["hidden"], record_every=sizes["record_every"])
     levels = plateau_levels(task.population)
     signatures = [label_signature(task.population, k, "incremental") for k in range(1, task.seq_len + 1)]
     moved = traj.embeddings - traj.embeddings[:, :1]

@@ -7,20 +7,16 @@ the result and redraw. A γ off the grid trains in a background thread (three sm
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import torch
 from matplotlib.figure import Figure
 
-from ctxlab.align import order_shares, pca_2d
+from ctxlab.align import pca_2d
 from ctxlab.env import profile as current_profile
 from ctxlab.experiments import HEADLINE_TASK
-from ctxlab.models import ensemble_grid, make_model
-from ctxlab.signatures import label_signature
 from ctxlab.tasks import make_task
-from ctxlab.train import train
 from ctxlab.widgets._common import BackgroundJob, Blitter, Dashboard, ResultCache, progress_probe, render_png
 
 # The learning rate each optimizer toggle uses: GD is the gradient flow; Adam's steps are lr-sized.
@@ -94,35 +90,21 @@ class StaircaseSweep:
 
 def compute_sweep(settings: SweepSettings, report: Callable[[float], None] | None = None,
                   progress: bool | None = False) -> StaircaseSweep:
-    """Train every (γ, seed) of ``settings`` as one ensemble and score alignment per order (uncached)."""
+    """Train every (γ, seed) of ``settings`` as one ensemble (uncached): :func:`ctxlab.experiments.staircase`
+    on the settings' task and sizes, seen as a sweep."""
+    from ctxlab.experiments import staircase
+
     if not settings.gammas or not settings.seeds:
         raise ValueError("a sweep needs at least one γ and one seed")
     if settings.steps < 1 or settings.record_every < 1:
         raise ValueError(f"steps and record_every must be positive, got {settings.steps}, {settings.record_every}")
     task = make_task(settings.task, **dict(settings.task_args))
-    gammas, seeds = ensemble_grid(settings.gammas, settings.seeds)
-    model = make_model("mlp", task, d=settings.d, hidden=settings.hidden, gamma=gammas, seed=seeds)
     n_records = len(range(0, settings.steps + 1, settings.record_every)) + 1
     probes = {"_progress": progress_probe(n_records, report)} if report else None
-    start = time.perf_counter()
-    traj = train(model, task.population, settings.steps, optimizer=settings.optimizer, lr=settings.lr,
-                 record_every=settings.record_every, probes=probes, device="cpu", progress=progress,
-                 desc="staircase sweep")
-    signatures = [label_signature(task.population, k, "incremental") for k in range(1, task.seq_len + 1)]
-    shares, chance = order_shares(traj.embeddings - traj.embeddings[:, :1], signatures)
-    G, S, T = len(settings.gammas), len(settings.seeds), len(traj.steps)
-    return StaircaseSweep(
-        settings=settings,
-        steps=traj.steps,
-        loss=traj.loss.reshape(G, S, T),
-        embeddings=traj.embeddings.reshape(G, S, T, *traj.embeddings.shape[2:]),
-        alignment=shares.transpose(1, 2).float().reshape(G, S, len(signatures), T),
-        levels=task.plateau_levels(),
-        chance=chance,
-        token_names=task.token_names,
-        roles=task.roles,
-        seconds=time.perf_counter() - start,
-    )
+    result = staircase(settings.gammas, settings.seeds, settings.steps, lr=settings.lr, optimizer=settings.optimizer,
+                       device="cpu", progress=progress, task=task, d=settings.d, hidden=settings.hidden,
+                       record_every=settings.record_every, probes=probes)
+    return sweep_from_result(result, settings)
 
 
 _SWEEPS = ResultCache(maxsize=6)
@@ -137,10 +119,10 @@ def staircase_sweep(settings: SweepSettings | None = None, cache_dir=None,
                        cache_dir)
 
 
-def sweep_from_result(result) -> StaircaseSweep:
+def sweep_from_result(result, settings: SweepSettings | None = None) -> StaircaseSweep:
     """A finished :func:`ctxlab.experiments.staircase` run as a sweep, so the explorer shows the
-    very run a lesson just trained, at no extra training cost. Its ``settings.hidden`` is 0: the
-    run's width is not recorded, so such a sweep cannot be extended by training."""
+    very run a lesson just trained, at no extra training cost (``settings``: those it was trained
+    with, when known; else read back from the run)."""
     traj = result.trajectory
     gammas = tuple(dict.fromkeys(float(g) for g in result.gammas))
     seeds = tuple(dict.fromkeys(int(s) for s in result.seeds))
@@ -148,13 +130,14 @@ def sweep_from_result(result) -> StaircaseSweep:
         raise ValueError("the explorer needs a full γ-major (γ × seed) grid, as staircase() trains one")
     task = result.task
     G, S, T = len(gammas), len(seeds), len(traj.steps)
-    lr = traj.config.get("lr", 1.0)
-    task_args = (("block", task.info["block"]), ("n_values", task.n_labels), ("mix", tuple(task.info["mix"])))
-    settings = SweepSettings(task=task.name, task_args=task_args, gammas=gammas, seeds=seeds,
-                             optimizer=traj.config.get("optimizer", "gd"),
-                             lr=float(lr[0] if isinstance(lr, (list, tuple)) else lr), steps=int(traj.steps[-1]),
-                             d=traj.embeddings.shape[-1], hidden=0,
-                             record_every=int(traj.steps[1] - traj.steps[0]) if T > 1 else 1)
+    if settings is None:
+        lr, config = traj.config.get("lr", 1.0), traj.config
+        task_args = (("block", task.info["block"]), ("n_values", task.n_labels), ("mix", tuple(task.info["mix"])))
+        settings = SweepSettings(task=task.name, task_args=task_args, gammas=gammas, seeds=seeds,
+                                 optimizer=config.get("optimizer", "gd"),
+                                 lr=float(lr[0] if isinstance(lr, (list, tuple)) else lr), steps=int(traj.steps[-1]),
+                                 d=traj.embeddings.shape[-1], hidden=config["hidden"],
+                                 record_every=config["record_every"])
     return StaircaseSweep(
         settings=settings,
         steps=traj.steps,
@@ -336,10 +319,6 @@ class StaircaseExplorer(Dashboard):
         self.train_button = w.Button(description="train", tooltip="train this γ in the background")
         self.progress = w.FloatProgress(value=0.0, min=0.0, max=1.0, description="idle")
         self.status = w.Label("")
-        if settings.hidden == 0:  # a finished run (sweep_from_result): nothing to train from
-            for control in (self.optimizer, self.new_gamma, self.train_button):
-                control.disabled = True
-            self.status.value = "a finished run: staircase_explorer() trains its own sweep with these controls"
         for control in (self.gamma, self.step, self.orders, self.seed):
             control.observe(self._on_change, names="value")
         self.optimizer.observe(self._on_optimizer, names="value")
@@ -410,9 +389,6 @@ class StaircaseExplorer(Dashboard):
         """Train ``gamma`` (all seeds) in the background and add it to the γ slider when done."""
         if not (isinstance(gamma, (int, float)) and math.isfinite(gamma) and gamma > 0):
             raise ValueError(f"γ must be a positive number, got {gamma!r}")
-        if self.settings.hidden == 0:
-            raise ValueError("this explorer shows a finished run, whose model width is not recorded; "
-                             "build one with staircase_explorer() to train more γ values")
         gamma, opt = float(gamma), self._current
         if gamma in [v for _, v in self.gamma.options]:
             self.gamma.value = gamma
