@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from ctxlab.experiments import _phase_run, _phase_settings, phase_map, phase_map_one_by_one
+from ctxlab.experiments.phase_map import _phase_run, _phase_settings, phase_map, phase_map_one_by_one
 from ctxlab.plots import phase_map_figure
 
 SMALL = {"steps": 120, "record_every": 5, "d": 8, "hidden": 16, "block": 3}

@@ -1,0 +1,264 @@
+"""The small GPT on real text (lesson 09, ``ctxlab lm``): trained against n-gram yardsticks, with the
+alignment of its embeddings to the text's signatures."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from ctxlab.align import align_trajectory
+from ctxlab.env import profile as current_profile
+from ctxlab.experiments.outputs import (
+    check_before_training,
+    report_divergence,
+    save_outputs,
+)
+from ctxlab.lm import PRECISIONS
+from ctxlab.models import ensemble_grid
+from ctxlab.train import Trajectory
+
+LM_PROFILES = {
+    "quick": {"context": 16, "d": 32, "n_layers": 1, "n_heads": 2, "steps": 800, "batch_size": 32, "lr": 1e-2,
+              "record_every": 10, "tokenizer": "char", "vocab_size": None, "optimizer": "adam",
+              "precision": "fp32"},
+    "full": {"context": 128, "d": 256, "n_layers": 4, "n_heads": 4, "steps": 3000, "batch_size": 64, "lr": 1e-3,
+             "record_every": 50, "tokenizer": "bpe", "vocab_size": 512, "optimizer": "adam",
+             "precision": "fp32"},
+}
+NGRAM_ORDERS = {"unigram": 1, "bigram": 2, "trigram": 3}
+
+
+@dataclass
+class LMResult:
+    """A GPT run: the trajectory (held-out loss, embeddings, KL to each n-gram), and the yardsticks."""
+
+    trajectory: Trajectory
+    entropies: dict[str, float]  # held-out cross-entropy of each n-gram model
+    alignment: dict[str, torch.Tensor]  # CKA(E - E0, bigram signature / trigram increment): [K, T]
+    samples: dict[int, list[str]]  # step -> one generated text per model
+    config: dict
+    seconds: float
+    tokens_per_second: float
+    # name -> [2, K, T]: lowest and highest CKA(E - E0, row-shuffled S) over the shuffles (lesson 02:
+    # a CKA is read against its shuffled band); None for a recording that kept no band
+    alignment_band: dict[str, torch.Tensor] | None = None
+
+    def kl_minimum_steps(self) -> dict[str, list[int]]:
+        """Per n-gram order, the step where each model is closest to that n-gram predictor."""
+        steps = self.trajectory.steps  # NaN (after a divergence) never counts as the closest
+        return {name: steps[self.trajectory.extras[f"kl_{name}"].nan_to_num(nan=torch.inf).argmin(-1)].tolist()
+                for name in NGRAM_ORDERS}
+
+    def alignment_peak_steps(self) -> dict[str, list[int]]:
+        steps = self.trajectory.steps
+        return {name: steps[curve.nan_to_num(nan=-torch.inf).argmax(-1)].tolist() for name, curve in self.alignment.items()}
+
+    def to_json(self) -> dict:
+        traj = self.trajectory
+        return {
+            "config": self.config,
+            "gammas": traj.gammas,
+            "seeds": traj.seeds,
+            "processes": traj.config["processes"],
+            "steps": traj.steps.tolist(),
+            "held_out_loss": traj.loss.round(decimals=5).tolist(),
+            "kl": {name: traj.extras[f"kl_{name}"].round(decimals=5).tolist() for name in NGRAM_ORDERS},
+            "alignment": {name: curve.round(decimals=5).tolist() for name, curve in self.alignment.items()},
+            "alignment_band": None if self.alignment_band is None else
+            {name: band.round(decimals=5).tolist() for name, band in self.alignment_band.items()},
+            "ngram_entropies": {name: round(h, 5) for name, h in self.entropies.items()},
+            "kl_minimum_steps": self.kl_minimum_steps(),
+            "alignment_peak_steps": self.alignment_peak_steps(),
+            "samples": {str(step): texts for step, texts in self.samples.items()},
+            "seconds": round(self.seconds, 2),
+            "tokens_per_second": round(self.tokens_per_second, 1),
+        }
+
+    @classmethod
+    def from_json(cls, numbers: dict, last_step: int | None = None) -> LMResult:
+        """The result that ``to_json`` saved (curves only: embeddings are not saved), optionally cut
+        at ``last_step``. Lets a lesson plot a run made elsewhere, e.g. the full profile on a GPU."""
+        keep = [i for i, step in enumerate(numbers["steps"]) if last_step is None or step <= last_step]
+        if not keep:
+            raise ValueError(f"no recorded step at or before {last_step}")
+
+        def curves(rows) -> torch.Tensor:
+            return torch.tensor(rows, dtype=torch.float32)[:, keep]
+
+        K = len(numbers["gammas"])
+        traj = Trajectory(
+            steps=torch.tensor(numbers["steps"])[keep],
+            loss=curves(numbers["held_out_loss"]),
+            embeddings=torch.empty(K, len(keep), 0, 0),
+            extras={f"kl_{name}": curves(rows) for name, rows in numbers["kl"].items()},
+            gammas=list(numbers["gammas"]),
+            seeds=list(numbers["seeds"]),
+            config={"processes": numbers["processes"]},
+        )
+        config = dict(numbers["config"], steps=int(traj.steps[-1]))
+        samples = {int(step): texts for step, texts in numbers["samples"].items() if int(step) <= config["steps"]}
+        alignment = {name: curves(rows) for name, rows in numbers["alignment"].items()}
+        band = numbers.get("alignment_band")
+        band = None if band is None else {name: torch.tensor(rows, dtype=torch.float32)[..., keep] for name, rows in band.items()}
+        return cls(traj, dict(numbers["ngram_entropies"]), alignment, samples, config, numbers["seconds"],
+                   numbers["tokens_per_second"], band)
+
+
+def shuffled_alignment_band(traj: Trajectory, signatures: dict, n: int = 50, seed: int = 0) -> dict[str, torch.Tensor]:
+    """Per signature, the lowest and highest CKA(E - E0, S with its rows shuffled) over ``n`` shuffles at
+    every record: [2, K, T], the range of :func:`ctxlab.align.permutation_baseline` (same shuffles for the
+    same seed). A CKA curve means alignment only where it stands above this band; NaN where the model
+    diverged, as in :func:`ctxlab.align.align_trajectory`."""
+    from ctxlab.align import cka_shuffle_range
+    from ctxlab.train import blank_after_divergence
+
+    E = traj.embeddings - traj.embeddings[:, :1]
+    usable = torch.isfinite(E).flatten(1).all(1)
+    band = {}
+    for name, S in signatures.items():
+        out = torch.full((*E.shape[:2], 2), float("nan"), dtype=torch.float64)
+        if bool(usable.any()):
+            out[usable] = cka_shuffle_range(E[usable], S, n, seed)
+        band[name] = blank_after_divergence(out, traj.steps.tolist(), traj.diverged_at).permute(2, 0, 1)
+    return band
+
+
+def recorded_lm_run(name: str = "lm_full_h200") -> LMResult:
+    """A full-profile run shipped with ctxlab (``ctxlab/data/<name>.json``, made by
+    ``benchmarks/lm_gpu.sh``): the curves a CPU cannot produce in a lesson's time."""
+    path = Path(__file__).parents[1] / "data" / f"{name}.json"
+    if not path.exists():
+        raise ValueError(f"no recorded run {name!r}; recorded runs: {sorted(p.stem for p in path.parent.glob('lm_*.json'))}")
+    return LMResult.from_json(json.loads(path.read_text()))
+
+
+def lm_settings(profile: str | None, overrides: dict) -> dict:
+    """The profile's GPT settings with ``overrides`` (None: keep the profile's), checked."""
+    from ctxlab.validate import integer, number
+
+    cfg = dict(LM_PROFILES[profile or current_profile()])
+    unknown = set(overrides) - set(cfg)
+    if unknown:
+        raise ValueError(f"unknown settings {sorted(unknown)}; choose from {sorted(cfg)}")
+    if overrides.get("vocab_size") is not None and overrides.get("tokenizer", cfg["tokenizer"]) != "bpe":
+        raise ValueError("vocab_size sets the size of a BPE vocabulary; use it with tokenizer 'bpe'")
+    cfg.update({k: v for k, v in overrides.items() if v is not None})
+    for name in ("context", "d", "n_layers", "n_heads", "steps", "batch_size", "record_every"):
+        integer(cfg[name], name, minimum=1)
+    number(cfg["lr"], "lr", positive=True)
+    if cfg["d"] % cfg["n_heads"]:
+        raise ValueError(f"the width d = {cfg['d']} must be divisible by the number of heads ({cfg['n_heads']})")
+    if cfg["optimizer"] not in ("sgd", "adam"):
+        raise ValueError(f"unknown optimizer {cfg['optimizer']!r} for the GPT; choose 'sgd' (plain minibatch steps) or 'adam'")
+    if cfg["precision"] not in PRECISIONS:
+        raise ValueError(f"unknown precision {cfg['precision']!r}; choose one of {PRECISIONS}")
+    if cfg["tokenizer"] not in ("char", "bpe"):
+        raise ValueError(f"unknown tokenizer {cfg['tokenizer']!r}; choose 'char' or 'bpe'")
+    if cfg["tokenizer"] == "bpe" and integer(cfg["vocab_size"] or 512, "vocab_size") < 260:
+        raise ValueError("a byte-level BPE needs vocab_size >= 260 (256 bytes + merges)")
+    return cfg
+
+
+def language_model(
+    gammas=(1.0,),
+    seeds=(0,),
+    source: str = "shakespeare",
+    profile: str | None = None,
+    device=None,
+    progress: bool | None = None,
+    prompt: str = "\n",
+    on_divergence: str = "raise",
+    **overrides,
+) -> LMResult:
+    """Train TinyGPT on a shipped text for every (gamma, seed), measuring it against n-gram models."""
+    from ctxlab.corpus import load_text, tokenizer, train_val_split
+    from ctxlab.lm import NGramPredictor, TinyGPT, train_lm
+    from ctxlab.signatures import (
+        bigram_signature,
+        held_out_cross_entropies,
+        ngram_tables,
+        trigram_increment,
+    )
+
+    cfg = lm_settings(profile, overrides)
+    text = load_text(source).text
+    tok = tokenizer(cfg["tokenizer"], text, vocab_size=cfg["vocab_size"] or 512)
+    V = tok.vocab_size
+    train_tokens, held_out = train_val_split(tok.encode(text))
+    tables = ngram_tables(train_tokens, V, max(NGRAM_ORDERS.values()))  # counted once for both uses
+    yardsticks = {name: NGramPredictor.from_table(tables[n - 1], V) for name, n in NGRAM_ORDERS.items()}
+    entropies = dict(zip(NGRAM_ORDERS, held_out_cross_entropies(tables, held_out, V)))
+    del tables  # float64 (1 GB for a BPE trigram); the yardsticks hold float32 copies
+    g, s = ensemble_grid(gammas, seeds)
+    model = TinyGPT(V, cfg["context"], d=cfg["d"], n_layers=cfg["n_layers"], n_heads=cfg["n_heads"], gamma=g, seed=s)
+    sample_at = (0, cfg["steps"] // 10, cfg["steps"] // 3, cfg["steps"])
+    start = time.perf_counter()
+    traj = train_lm(model, train_tokens, cfg["steps"], eval_tokens=held_out, yardsticks=yardsticks,
+                    batch_size=cfg["batch_size"], optimizer=cfg["optimizer"], lr=cfg["lr"], record_every=cfg["record_every"], device=device,
+                    progress=progress, prompt=tok.encode(prompt), sample_at=sample_at, on_divergence=on_divergence,
+                    precision=cfg["precision"])
+    seconds = time.perf_counter() - start
+    signatures = {"bigram": bigram_signature(train_tokens, V), "trigram": trigram_increment(train_tokens, V)}
+    alignment = align_trajectory(traj, signatures, "cka", relative_to_init=True)
+    band = shuffled_alignment_band(traj, signatures)
+    samples = {step: [tok.decode(row) for row in traj.extras["samples"][:, i]] for i, step in enumerate(traj.config["sample_steps"])}
+    tokens = cfg["steps"] * cfg["batch_size"] * cfg["context"] * len(g)
+    cfg.update({"vocab": V, "source": source})
+    return LMResult(traj, entropies, alignment, samples, cfg, seconds, tokens / seconds, band)
+
+
+def run_lm_command(args) -> int:
+    """``ctxlab lm``: train the GPT (data-parallel under torchrun), save the figure and the JSON."""
+    from ctxlab.corpus import SOURCES
+    from ctxlab.plots import lm_figure
+
+    settings = dict(steps=args.steps, d=args.width, n_layers=args.layers, n_heads=args.heads, context=args.context,
+                    tokenizer=args.tokenizer, vocab_size=args.vocab_size, batch_size=args.batch_size, lr=args.lr,
+                    optimizer=args.optimizer, precision=args.precision)
+    cfg = lm_settings(args.profile, settings)
+    if args.source not in SOURCES:
+        raise ValueError(f"unknown --source {args.source!r}; choose one of {SOURCES}")
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if cfg["batch_size"] % world:
+        raise ValueError(f"--batch-size {cfg['batch_size']} must be divisible by the number of processes ({world})")
+    figure_path = Path(args.out) / "lm.png"
+    check_before_training(args.device, figure_path, args.json)
+    if world > 1:
+        import torch.distributed as dist
+
+        backend = "nccl" if args.device.startswith("cuda") else "gloo"
+        dist.init_process_group(backend)
+        if backend == "nccl":
+            args.device = f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
+    try:
+        result = language_model(
+            gammas=args.gammas, seeds=list(range(args.seeds)), source=args.source, profile=args.profile,
+            device=args.device, progress=not args.no_progress and int(os.environ.get("RANK", "0")) == 0,
+            on_divergence="record", **settings,
+        )
+    finally:
+        if world > 1:
+            torch.distributed.destroy_process_group()
+    if int(os.environ.get("RANK", "0")) != 0:
+        return 0
+    minima = result.kl_minimum_steps()
+    print(f"{'gamma':>5} {'seed':>4} " + " ".join(f"{'KL min ' + n:>16}" for n in NGRAM_ORDERS) + f" {'held-out loss':>14}")
+    for k, (g, s) in enumerate(zip(result.trajectory.gammas, result.trajectory.seeds)):
+        cells = " ".join(f"{'step ' + str(minima[n][k]):>16}" for n in NGRAM_ORDERS)
+        print(f"{g:>5g} {s:>4d} {cells} {float(result.trajectory.loss[k, -1]):>14.4f}")
+    print("held-out n-gram entropies: " + ", ".join(f"{n} {h:.3f}" for n, h in result.entropies.items()))
+    print(f"{result.tokens_per_second:,.0f} tokens/s over {result.seconds:.1f} s")
+    numbers = result.to_json()
+    numbers["diverged_at_step"] = [None if step < 0 else step for step in result.trajectory.diverged_at.tolist()]
+    save_outputs(lm_figure(result), figure_path, numbers, args.json)
+    return report_divergence("lm", result.trajectory, "--lr")
+
+
+# --- lesson 08: a gamma x learning-rate phase map -------------------------------------------------
+
+# Quick: a 5 x 6 grid small enough for one minute on 2 CPU cores; full: a 9 x 9 grid for a GPU.
