@@ -27,12 +27,12 @@ from ctxlab.checks.lesson01 import (
 )
 from ctxlab.checks.lesson02 import check_02_linear_cka, check_02_permutation_baseline, check_02_random_rotation
 from ctxlab.checks.lesson03 import (
-    check_03_build_staircase,
     check_03_dwell,
     check_03_longest_wait,
     check_03_rise_and_end,
     check_03_stair_onsets,
 )
+from ctxlab.checks.lesson03_build import check_03_build_staircase
 from ctxlab.checks.lesson04 import check_04_e1_velocity, check_04_update_ratio
 from ctxlab.checks.lesson05 import check_05_growth_rate, check_05_singular_values, check_05_switch_on_order
 from ctxlab.checks.lesson06 import check_06_next_pairs, check_06_pair_residual

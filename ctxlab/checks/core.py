@@ -142,6 +142,17 @@ def as_tensor(value: Any) -> Tensor | None:
         return None
 
 
+def as_ints(value: Any) -> list[int] | None:
+    """A learner's list (or tensor) of whole numbers as ints; None when it is not one (1.5, "a", a scalar)."""
+    try:
+        values = value.tolist() if isinstance(value, Tensor) else list(value)
+        if not all(float(v) == int(v) for v in values):
+            return None
+        return [int(v) for v in values]
+    except Exception:
+        return None
+
+
 def as_float(value: Any) -> float | None:
     """What a learner returned as one Python float (a 0-d tensor, a number), or None if it is not one."""
     try:

@@ -12,14 +12,14 @@ from ctxlab.checks.lesson03 import (
     _dwell_variant,
     _onset_variant,
     _rise_variant,
-    build_task,
     dwell_reference,
     longest_wait_reference,
     rise_and_end_reference,
     stair_onsets_reference,
 )
-from ctxlab.synthetic import staircase_curve
+from ctxlab.checks.lesson03_build import build_task
 from ctxlab.rungs import stair_onsets
+from ctxlab.synthetic import staircase_curve
 
 # --- exercise 4 -------------------------------------------------------------------------------------
 
