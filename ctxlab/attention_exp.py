@@ -143,6 +143,24 @@ def _read(traj: Trajectory, levels: list[float]) -> list[Rungs | None]:
 LR = 0.2
 
 
+def train_attention(task: Task, gammas: list[float], seeds: list[int], steps: int, lr: float = LR, *,
+                    uniform_twin: bool = True, d: int = ATTENTION_MODEL["d"], hidden: int = ATTENTION_MODEL["hidden"],
+                    record_every: int | None = None, device=None, progress: bool | None = None,
+                    on_divergence: str = "raise") -> Trajectory:
+    """One batched run of the attention model on ``task`` for every (gamma, seed) of the lists; with
+    ``uniform_twin`` the batch also holds each model's twin with attention frozen uniform (models
+    K..2K-1). Records the attention to the target (pointer tasks), ||W_Q W_K^T|| and the mean attention map."""
+    K = len(gammas)
+    twins = [False] * K + [True] * K if uniform_twin else [False] * K
+    model = attention_model(task, gammas * (1 + uniform_twin), seeds * (1 + uniform_twin), twins, d=d, hidden=hidden)
+    x = task.population.x
+    probes = {"qk_norm": lambda m: m.qk_norm(), "attention_map": lambda m: m.attention(x.to(m.embedding.device)).mean(1)}
+    if "target_position" in task.info:
+        probes["attention_to_target"] = target_attention(task)
+    return train(model, task.population, steps, lr=lr, record_every=record_every, probes=probes,
+                 device=device, progress=progress, on_divergence=on_divergence, desc="attention")
+
+
 def attention_experiment(gammas=(1.0,), seeds=(0, 1, 2), steps: int | None = None, lr: float = LR,
                          device=None, profile: str | None = None, progress: bool | None = None,
                          on_divergence: str = "raise") -> AttentionResult:
@@ -152,14 +170,11 @@ def attention_experiment(gammas=(1.0,), seeds=(0, 1, 2), steps: int | None = Non
     task = pointer_task(**POINTER_TASK)
     g, s = ensemble_grid(gammas, seeds)
     K = len(g)
-    # one batch holds both: models 0..K-1 learn attention, models K..2K-1 have it frozen uniform
-    model = attention_model(task, g + g, s + s, [False] * K + [True] * K, d=sizes["d"], hidden=sizes["hidden"])
-    x = task.population.x
-    probes = {"attention_to_target": target_attention(task), "qk_norm": lambda m: m.qk_norm(),
-              "attention_map": lambda m: m.attention(x.to(m.embedding.device)).mean(1)}
     start = time.perf_counter()
-    both = train(model, task.population, steps, lr=lr, record_every=sizes["record_every"], probes=probes,
-                 device=device, progress=progress, on_divergence=on_divergence, desc="attention")
+    # one batch holds both: models 0..K-1 learn attention, models K..2K-1 have it frozen uniform
+    both = train_attention(task, g, s, steps, lr, d=sizes["d"], hidden=sizes["hidden"],
+                           record_every=sizes["record_every"], device=device, progress=progress,
+                           on_divergence=on_divergence)
     seconds = time.perf_counter() - start
     runs = {False: both.select(range(K)), True: both.select(range(K, 2 * K))}
     levels = task.plateau_levels()

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 import torch
 from matplotlib.figure import Figure
 
-from ctxlab.models import ensemble_grid, make_model
+from ctxlab.attention_exp import train_attention
+from ctxlab.models import ensemble_grid
 from ctxlab.plots import label_levels
 from ctxlab.tasks import make_task
-from ctxlab.train import train
 from ctxlab.widgets._common import Dashboard, ResultCache
 
 
@@ -54,19 +54,16 @@ def compute_attention_sweep(settings: AttentionSettings, progress: bool | None =
         raise ValueError("a sweep needs at least one γ and one seed")
     task = make_task(settings.task, **dict(settings.task_args))
     gammas, seeds = ensemble_grid(settings.gammas, settings.seeds)
-    model = make_model("attention", task, d=settings.d, hidden=settings.hidden, gamma=gammas, seed=seeds)
-    x = task.population.x
-    probes = {"attention": lambda m: m.attention(x).mean(1), "qk_norm": lambda m: m.qk_norm()}
     start = time.perf_counter()
-    traj = train(model, task.population, settings.steps, lr=settings.lr, record_every=settings.record_every,
-                 probes=probes, device="cpu", progress=progress, desc="attention sweep")
+    traj = train_attention(task, gammas, seeds, settings.steps, settings.lr, uniform_twin=False, d=settings.d,
+                           hidden=settings.hidden, record_every=settings.record_every, device="cpu", progress=progress)
     G, S, T = len(settings.gammas), len(settings.seeds), len(traj.steps)
     L = task.seq_len
     return AttentionSweep(
         settings=settings,
         steps=traj.steps,
         loss=traj.loss.reshape(G, S, T),
-        attention=traj.extras["attention"].reshape(G, S, T, L, L),
+        attention=traj.extras["attention_map"].reshape(G, S, T, L, L),
         qk_norm=traj.extras["qk_norm"].reshape(G, S, T),
         levels=task.plateau_levels(),
         seconds=time.perf_counter() - start,
