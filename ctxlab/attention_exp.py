@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 
 from ctxlab.env import profile as current_profile
-from ctxlab.experiments import check_before_training, report_divergence, save_outputs
 from ctxlab.models import ensemble_grid, make_model
 from ctxlab.rungs import Rungs, measure_rungs
 from ctxlab.tasks import Task, pointer_task
@@ -181,20 +179,3 @@ def attention_experiment(gammas=(1.0,), seeds=(0, 1, 2), steps: int | None = Non
     settings = {"steps": steps, "lr": lr, "d": sizes["d"], "hidden": sizes["hidden"], "record_every": sizes["record_every"]}
     return AttentionResult(task, g, s, both, runs[False], runs[True], levels, settings, _read(runs[False], levels),
                            _read(runs[True], levels), seconds)
-
-
-def run_attention_command(args) -> int:
-    """``ctxlab attention``: train both models, print the table, save the figure (and the JSON);
-    bad options fail before training, a diverged model makes the command fail after saving (its
-    message numbers the models of the batch: the first half learns attention, the second is uniform)."""
-    from ctxlab.plots import attention_figure
-
-    figure_path = Path(args.out) / "attention.png"
-    check_before_training(args.device, figure_path, args.json)
-    result = attention_experiment(gammas=args.gammas, seeds=list(range(args.seeds)), steps=args.steps, lr=args.lr,
-                                  device=args.device, profile=args.profile, progress=not args.no_progress,
-                                  on_divergence="record")
-    print(result.table())
-    print(f"trained {2 * len(result.gammas)} models in {result.seconds:.1f} s")
-    save_outputs(attention_figure(result), figure_path, result.to_json(), args.json)
-    return report_divergence("attention", result.batch, "--lr")

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
+from pathlib import Path
 
 
 class _Parser(argparse.ArgumentParser):
@@ -55,21 +57,108 @@ def _path(text: str) -> str:
 
 
 def _staircase(args: argparse.Namespace) -> int:
-    from ctxlab.experiments import run_staircase_command
+    """``ctxlab staircase``: train, print the table, save the figure (and the JSON).
 
-    return run_staircase_command(args)
+    Bad outputs or devices fail before training; diverged models are reported (and the command
+    fails) after the outputs are saved, so the other runs' numbers are kept."""
+    from ctxlab.experiments import HEADLINE_TASK, check_before_training, report_divergence, save_outputs, staircase
+    from ctxlab.plots import staircase_figure
+    from ctxlab.tasks import hierarchy_task
+
+    figure_path = Path(args.out) / "staircase.png"
+    check_before_training(args.device, figure_path, args.json)
+    chosen = {"values": args.values, "block": args.block, "mix": args.mix}
+    task_args = {"n_values": HEADLINE_TASK["n_values"], "block": HEADLINE_TASK["block"], "mix": HEADLINE_TASK["mix"]}
+    task_args.update({("n_values" if k == "values" else k): v for k, v in chosen.items() if v is not None})
+    hierarchy_task(**{**task_args, "mix": tuple(task_args["mix"])})  # bad task options fail before training
+    result = staircase(
+        gammas=args.gammas,
+        seeds=list(range(args.seeds)),
+        steps=args.steps,
+        lr=args.lr,
+        optimizer=args.optimizer,
+        device=args.device,
+        profile=args.profile,
+        progress=not args.no_progress,
+        values=task_args["n_values"],
+        block=task_args["block"],
+        mix=task_args["mix"],
+        on_divergence="record",
+    )
+    print(result.table())
+    print(f"trained {len(result.gammas)} models in {result.seconds:.1f} s")
+    save_outputs(staircase_figure(result), figure_path, result.to_json(), args.json)
+    return report_divergence("staircase", result.trajectory, "--lr")
 
 
 def _attention(args: argparse.Namespace) -> int:
-    from ctxlab.attention_exp import run_attention_command
+    """``ctxlab attention``: train both models, print the table, save the figure (and the JSON);
+    bad options fail before training, a diverged model makes the command fail after saving (its
+    message numbers the models of the batch: the first half learns attention, the second is uniform)."""
+    from ctxlab.attention_exp import attention_experiment
+    from ctxlab.experiments import check_before_training, report_divergence, save_outputs
+    from ctxlab.plots import attention_figure
 
-    return run_attention_command(args)
+    figure_path = Path(args.out) / "attention.png"
+    check_before_training(args.device, figure_path, args.json)
+    result = attention_experiment(gammas=args.gammas, seeds=list(range(args.seeds)), steps=args.steps, lr=args.lr,
+                                  device=args.device, profile=args.profile, progress=not args.no_progress,
+                                  on_divergence="record")
+    print(result.table())
+    print(f"trained {2 * len(result.gammas)} models in {result.seconds:.1f} s")
+    save_outputs(attention_figure(result), figure_path, result.to_json(), args.json)
+    return report_divergence("attention", result.batch, "--lr")
 
 
 def _lm(args: argparse.Namespace) -> int:
-    from ctxlab.experiments import run_lm_command
+    """``ctxlab lm``: train the GPT (data-parallel under torchrun), save the figure and the JSON."""
+    import torch
 
-    return run_lm_command(args)
+    from ctxlab.corpus import SOURCES
+    from ctxlab.experiments import (NGRAM_ORDERS, check_before_training, language_model, lm_settings,
+                                    report_divergence, save_outputs)
+    from ctxlab.plots import lm_figure
+
+    settings = dict(steps=args.steps, d=args.width, n_layers=args.layers, n_heads=args.heads, context=args.context,
+                    tokenizer=args.tokenizer, vocab_size=args.vocab_size, batch_size=args.batch_size, lr=args.lr,
+                    optimizer=args.optimizer, precision=args.precision)
+    cfg = lm_settings(args.profile, settings)
+    if args.source not in SOURCES:
+        raise ValueError(f"unknown --source {args.source!r}; choose one of {SOURCES}")
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if cfg["batch_size"] % world:
+        raise ValueError(f"--batch-size {cfg['batch_size']} must be divisible by the number of processes ({world})")
+    figure_path = Path(args.out) / "lm.png"
+    check_before_training(args.device, figure_path, args.json)
+    if world > 1:
+        import torch.distributed as dist
+
+        backend = "nccl" if args.device.startswith("cuda") else "gloo"
+        dist.init_process_group(backend)
+        if backend == "nccl":
+            args.device = f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
+    try:
+        result = language_model(
+            gammas=args.gammas, seeds=list(range(args.seeds)), source=args.source, profile=args.profile,
+            device=args.device, progress=not args.no_progress and int(os.environ.get("RANK", "0")) == 0,
+            on_divergence="record", **settings,
+        )
+    finally:
+        if world > 1:
+            torch.distributed.destroy_process_group()
+    if int(os.environ.get("RANK", "0")) != 0:
+        return 0
+    minima = result.kl_minimum_steps()
+    print(f"{'gamma':>5} {'seed':>4} " + " ".join(f"{'KL min ' + n:>16}" for n in NGRAM_ORDERS) + f" {'held-out loss':>14}")
+    for k, (g, s) in enumerate(zip(result.trajectory.gammas, result.trajectory.seeds)):
+        cells = " ".join(f"{'step ' + str(minima[n][k]):>16}" for n in NGRAM_ORDERS)
+        print(f"{g:>5g} {s:>4d} {cells} {float(result.trajectory.loss[k, -1]):>14.4f}")
+    print("held-out n-gram entropies: " + ", ".join(f"{n} {h:.3f}" for n, h in result.entropies.items()))
+    print(f"{result.tokens_per_second:,.0f} tokens/s over {result.seconds:.1f} s")
+    numbers = result.to_json()
+    numbers["diverged_at_step"] = [None if step < 0 else step for step in result.trajectory.diverged_at.tolist()]
+    save_outputs(lm_figure(result), figure_path, numbers, args.json)
+    return report_divergence("lm", result.trajectory, "--lr")
 
 
 def _build(args: argparse.Namespace) -> int:
@@ -118,10 +207,7 @@ def _add_run_options(p: argparse.ArgumentParser, numbers: str = "the numbers") -
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
-def parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="ctxlab", description="The Context Staircase course: experiments and course tools.")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-
+def _add_staircase(sub) -> None:
     s = sub.add_parser("staircase", help="train Emb-MLP on a hierarchy task over a gamma grid; rungs, figure, JSON")
     s.add_argument("--gammas", type=_positive_float, nargs="+", default=[0.5, 1.0, 1.5], help="init-scale exponents")
     s.add_argument("--seeds", type=_positive_int, default=3, help="seeds per gamma")
@@ -138,6 +224,8 @@ def parser() -> argparse.ArgumentParser:
     _add_run_options(s)
     s.set_defaults(func=_staircase)
 
+
+def _add_attention(sub) -> None:
     a = sub.add_parser("attention", help="train one attention layer on a task that needs it, next to the same "
                        "model with attention frozen uniform; rungs, figure, JSON")
     a.add_argument("--gammas", type=_positive_float, nargs="+", default=[1.0], help="init-scale exponents")
@@ -147,6 +235,8 @@ def parser() -> argparse.ArgumentParser:
     _add_run_options(a)
     a.set_defaults(func=_attention)
 
+
+def _add_lm(sub) -> None:
     m = sub.add_parser("lm", help="train a small GPT on real text; KL to n-gram models, alignment; figure + JSON "
                        "(data-parallel under torchrun)")
     m.add_argument("--gammas", type=_positive_float, nargs="+", default=[1.0], help="init-scale exponents")
@@ -167,6 +257,14 @@ def parser() -> argparse.ArgumentParser:
                    help="fp32 (default), tf32 matmuls, or bf16 autocast with fp32 weights (GPU experiments)")
     _add_run_options(m, numbers="the curves")
     m.set_defaults(func=_lm)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="ctxlab", description="The Context Staircase course: experiments and course tools.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    for add in (_add_staircase, _add_attention, _add_lm):
+        add(sub)
 
     b = sub.add_parser("build", help="build lesson, exercise and solution notebooks from their sources")
     b.add_argument("--check", action="store_true", help="fail if a committed notebook differs from its source")

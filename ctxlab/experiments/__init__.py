@@ -4,15 +4,14 @@ share when they write outputs. Everything public is re-exported here (``ctxlab.e
 The attention experiment is :mod:`ctxlab.attention_exp`."""
 
 from ctxlab.experiments.gpt import (LM_PROFILES, NGRAM_ORDERS, LMResult, language_model, lm_settings,
-                                    recorded_lm_run, run_lm_command, shuffled_alignment_band)
+                                    recorded_lm_run, shuffled_alignment_band)
 from ctxlab.experiments.outputs import check_before_training, report_divergence, save_outputs, strict_json
 from ctxlab.experiments.phase_map import PHASE_MAP_PROFILES, PhaseMap, phase_map, phase_map_one_by_one
-from ctxlab.experiments.staircase import (HEADLINE_TASK, STAIRCASE_PROFILES, StaircaseResult, level_names,
-                                          run_staircase_command, staircase)
+from ctxlab.experiments.staircase import HEADLINE_TASK, STAIRCASE_PROFILES, StaircaseResult, level_names, staircase
 
 __all__ = [
     "HEADLINE_TASK", "LM_PROFILES", "NGRAM_ORDERS", "PHASE_MAP_PROFILES", "STAIRCASE_PROFILES", "LMResult",
     "PhaseMap", "StaircaseResult", "check_before_training", "language_model", "level_names", "lm_settings",
-    "phase_map", "phase_map_one_by_one", "recorded_lm_run", "report_divergence", "run_lm_command",
-    "run_staircase_command", "save_outputs", "shuffled_alignment_band", "staircase", "strict_json",
+    "phase_map", "phase_map_one_by_one", "recorded_lm_run", "report_divergence",
+    "save_outputs", "shuffled_alignment_band", "staircase", "strict_json",
 ]

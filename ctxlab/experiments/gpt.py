@@ -4,7 +4,6 @@ alignment of its embeddings to the text's signatures."""
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,11 +12,6 @@ import torch
 
 from ctxlab.align import align_trajectory
 from ctxlab.env import profile as current_profile
-from ctxlab.experiments.outputs import (
-    check_before_training,
-    report_divergence,
-    save_outputs,
-)
 from ctxlab.lm import PRECISIONS
 from ctxlab.models import ensemble_grid
 from ctxlab.train import Trajectory
@@ -210,55 +204,3 @@ def language_model(
     tokens = cfg["steps"] * cfg["batch_size"] * cfg["context"] * len(g)
     cfg.update({"vocab": V, "source": source})
     return LMResult(traj, entropies, alignment, samples, cfg, seconds, tokens / seconds, band)
-
-
-def run_lm_command(args) -> int:
-    """``ctxlab lm``: train the GPT (data-parallel under torchrun), save the figure and the JSON."""
-    from ctxlab.corpus import SOURCES
-    from ctxlab.plots import lm_figure
-
-    settings = dict(steps=args.steps, d=args.width, n_layers=args.layers, n_heads=args.heads, context=args.context,
-                    tokenizer=args.tokenizer, vocab_size=args.vocab_size, batch_size=args.batch_size, lr=args.lr,
-                    optimizer=args.optimizer, precision=args.precision)
-    cfg = lm_settings(args.profile, settings)
-    if args.source not in SOURCES:
-        raise ValueError(f"unknown --source {args.source!r}; choose one of {SOURCES}")
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    if cfg["batch_size"] % world:
-        raise ValueError(f"--batch-size {cfg['batch_size']} must be divisible by the number of processes ({world})")
-    figure_path = Path(args.out) / "lm.png"
-    check_before_training(args.device, figure_path, args.json)
-    if world > 1:
-        import torch.distributed as dist
-
-        backend = "nccl" if args.device.startswith("cuda") else "gloo"
-        dist.init_process_group(backend)
-        if backend == "nccl":
-            args.device = f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
-    try:
-        result = language_model(
-            gammas=args.gammas, seeds=list(range(args.seeds)), source=args.source, profile=args.profile,
-            device=args.device, progress=not args.no_progress and int(os.environ.get("RANK", "0")) == 0,
-            on_divergence="record", **settings,
-        )
-    finally:
-        if world > 1:
-            torch.distributed.destroy_process_group()
-    if int(os.environ.get("RANK", "0")) != 0:
-        return 0
-    minima = result.kl_minimum_steps()
-    print(f"{'gamma':>5} {'seed':>4} " + " ".join(f"{'KL min ' + n:>16}" for n in NGRAM_ORDERS) + f" {'held-out loss':>14}")
-    for k, (g, s) in enumerate(zip(result.trajectory.gammas, result.trajectory.seeds)):
-        cells = " ".join(f"{'step ' + str(minima[n][k]):>16}" for n in NGRAM_ORDERS)
-        print(f"{g:>5g} {s:>4d} {cells} {float(result.trajectory.loss[k, -1]):>14.4f}")
-    print("held-out n-gram entropies: " + ", ".join(f"{n} {h:.3f}" for n, h in result.entropies.items()))
-    print(f"{result.tokens_per_second:,.0f} tokens/s over {result.seconds:.1f} s")
-    numbers = result.to_json()
-    numbers["diverged_at_step"] = [None if step < 0 else step for step in result.trajectory.diverged_at.tolist()]
-    save_outputs(lm_figure(result), figure_path, numbers, args.json)
-    return report_divergence("lm", result.trajectory, "--lr")
-
-
-# --- lesson 08: a gamma x learning-rate phase map -------------------------------------------------
-
-# Quick: a 5 x 6 grid small enough for one minute on 2 CPU cores; full: a 9 x 9 grid for a GPU.

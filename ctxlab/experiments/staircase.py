@@ -10,17 +10,11 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 
 from ctxlab.align import order_shares, role_norms
 from ctxlab.env import profile as current_profile
-from ctxlab.experiments.outputs import (
-    check_before_training,
-    report_divergence,
-    save_outputs,
-)
 from ctxlab.models import ensemble_grid, make_model
 from ctxlab.rungs import Rungs, measure_rungs
 from ctxlab.signatures import label_signature
@@ -153,38 +147,3 @@ def staircase(
     reads = [None if int(traj.diverged_at[k]) >= 0 else measure_rungs(traj.steps, traj.loss[k], levels, tol)
              for k in range(traj.n_models)]
     return StaircaseResult(task, g, s, traj, levels, reads, shares, chance, norms, seconds)
-
-
-def run_staircase_command(args) -> int:
-    """``ctxlab staircase``: train, print the table, save the figure (and the JSON).
-
-    Bad outputs or devices fail before training; diverged models are reported (and the command
-    fails) after the outputs are saved, so the other runs' numbers are kept."""
-    from ctxlab.plots import staircase_figure
-
-    figure_path = Path(args.out) / "staircase.png"
-    check_before_training(args.device, figure_path, args.json)
-    chosen = {"values": args.values, "block": args.block, "mix": args.mix}
-    task_args = {"n_values": HEADLINE_TASK["n_values"], "block": HEADLINE_TASK["block"], "mix": HEADLINE_TASK["mix"]}
-    task_args.update({("n_values" if k == "values" else k): v for k, v in chosen.items() if v is not None})
-    hierarchy_task(**{**task_args, "mix": tuple(task_args["mix"])})  # bad task options fail before training
-    result = staircase(
-        gammas=args.gammas,
-        seeds=list(range(args.seeds)),
-        steps=args.steps,
-        lr=args.lr,
-        optimizer=args.optimizer,
-        device=args.device,
-        profile=args.profile,
-        progress=not args.no_progress,
-        values=task_args["n_values"],
-        block=task_args["block"],
-        mix=task_args["mix"],
-        on_divergence="record",
-    )
-    print(result.table())
-    print(f"trained {len(result.gammas)} models in {result.seconds:.1f} s")
-    save_outputs(staircase_figure(result), figure_path, result.to_json(), args.json)
-    return report_divergence("staircase", result.trajectory, "--lr")
-
-
