@@ -23,7 +23,11 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from ctxlab.signatures import Signature
+from ctxlab.models import ensemble_grid, make_model
+from ctxlab.rungs import stair_onsets
+from ctxlab.signatures import Signature, label_signature
+from ctxlab.theory import plateau_levels
+from ctxlab.train import train
 from ctxlab.validate import finite, integer, number, token_ids
 
 
@@ -406,3 +410,51 @@ def class_cosines(E, classes, tokens=None) -> tuple[Tensor, Tensor]:
         raise ValueError("need at least one class with two tokens and at least two classes")
     sims = _cosine(E)
     return sims[..., within_pairs].mean(-1), sims[..., ~same].mean(-1)
+
+
+def hierarchy_class_groups(task) -> dict[str, tuple[Tensor, Tensor]]:
+    """The hierarchy task's two groups with the signature classes that separate them:
+    name -> (class ids [V], token ids): the keys by their order-1 classes, the first anchors by
+    their order-1-and-2 classes (their order-1 rows are all uniform)."""
+    data = task.population
+    sig1, sig2 = label_signature(data, 1, "raw"), label_signature(data, 2, "raw")
+    return {"keys (order-1 classes)": (signature_classes(sig1), task.role_tokens("key")),
+            "first anchors (order-2 classes)": (signature_classes(sig1, sig2), task.role_tokens("anchor1"))}
+
+
+@dataclass(frozen=True)
+class ClassCollapse:
+    """Within- and between-class cosines of an Emb-MLP ensemble over training (lesson 13's headline).
+
+    gammas, seeds: per model; steps [T]; cosines: group name -> (within [K, T], between [K, T]);
+    onsets [K, n]: stair onsets (-1 if not reached); mean_onsets: γ -> the mean onset of every stair
+    that all of that γ's seeds reached; start, end [K, V, d]: the first and last embedding tables.
+    """
+
+    gammas: list[float]
+    seeds: list[int]
+    steps: Tensor
+    cosines: dict
+    onsets: Tensor
+    mean_onsets: dict
+    start: Tensor
+    end: Tensor
+
+
+def class_collapse(task, groups: dict, gammas: Sequence[float] = (1.0, 0.5), seeds: Sequence[int] = (0, 1, 2),
+                   steps: int = 1200, lr: float = 1.0, d: int = 32, hidden: int = 128,
+                   record_every: int = 10, device=None) -> ClassCollapse:
+    """Train Emb-MLP (GELU, full-batch GD) per (γ, seed) and follow how close same-class tokens come,
+    for every group name -> (class ids [V], token ids), e.g. :func:`hierarchy_class_groups`."""
+    g, s = ensemble_grid(gammas, seeds)
+    data = task.population
+    model = make_model("mlp", task, d=d, hidden=hidden, activation="gelu", gamma=g, seed=s)
+    run = train(model, data, steps, optimizer="gd", lr=lr, record_every=record_every, progress=False,
+                device=device)
+    cosines = {name: class_cosines(run.embeddings, cls, tokens=idx) for name, (cls, idx) in groups.items()}
+    onsets = stair_onsets(run.steps, run.loss, plateau_levels(data))  # [K, n]
+    mean_onsets = {}
+    for gamma in dict.fromkeys(g):
+        rows = onsets[torch.tensor(g) == gamma]
+        mean_onsets[gamma] = [int(col[col >= 0].float().mean()) for col in rows.T if bool((col >= 0).all())]
+    return ClassCollapse(g, s, run.steps, cosines, onsets, mean_onsets, run.embeddings[:, 0], run.embeddings[:, -1])

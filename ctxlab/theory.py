@@ -17,10 +17,11 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from ctxlab.models import EmbMLP, LinearEmb
-from ctxlab.signatures import entropy_ladder, joint
+from ctxlab.models import EmbMLP, LinearEmb, ensemble_grid, make_model
+from ctxlab.rungs import crossing_step
+from ctxlab.signatures import entropy_ladder, interaction, joint
 from ctxlab.dataset import Dataset
-from ctxlab.train import cross_entropy
+from ctxlab.train import cross_entropy, train
 from ctxlab.validate import finite, integer, number
 
 # sigma'(0) of each activation: gelu(u) = u * Phi(u) ~ u / 2 near 0.
@@ -67,6 +68,55 @@ def cosine_per_model(a: Tensor, b: Tensor) -> Tensor:
 def plateau_levels(data: Dataset, max_order: int | None = None) -> list[float]:
     """Predicted plateau losses H_0 >= H_1 >= ...: the best entropy with order-k statistics."""
     return [stair.entropy for stair in entropy_ladder(data, max_order)]
+
+
+@dataclass(frozen=True)
+class E1Agreement:
+    """How well E1 matches autograd at init, per width, γ and seed (lesson 04's headline).
+
+    cosines [W, G, S]: cosine(E1, autograd) for widths[w], gammas[g], seeds[s]; fitted_slope [W]:
+    least-squares slope of log10(1 - mean cosine) against γ over γ >= fit_from; predicted_slope [W]:
+    -2 log10(L d^2), the ε⁴ law (E1's relative error is O(ε²) and 1 - cosine is its square).
+    """
+
+    gammas: list[float]
+    widths: list[int]
+    seeds: list[int]
+    fit_from: float
+    cosines: Tensor
+    fitted_slope: Tensor
+    predicted_slope: Tensor
+
+    def gap(self) -> Tensor:
+        """1 - cosine [W, G, S], floored at 1e-15 so that its logarithm exists."""
+        return (1 - self.cosines).clamp_min(1e-15)
+
+
+def e1_agreement(task, gammas=(0.5, 0.75, 1.0, 1.25, 1.5), widths=(16, 32, 128), seeds=(0, 1, 2),
+                 fit_from: float = 0.75) -> E1Agreement:
+    """cosine(E1, autograd) for Emb-MLP ensembles at init (one per width): the γ and width law of E1.
+
+    γ below ``fit_from`` is left out of the slope fit: there the init is not small and E1 is only a
+    rough guide. No training: every model is evaluated at its initial weights.
+    """
+    gammas, widths, seeds = [float(g) for g in gammas], [integer(d, "widths") for d in widths], list(seeds)
+    fit = torch.tensor(gammas, dtype=torch.float64) >= number(fit_from, "fit_from")
+    if int(fit.sum()) < 2:
+        raise ValueError(f"fit_from: need at least two gammas >= {fit_from} to fit a slope, got gammas {gammas}")
+    data = task.population
+    cosines = []
+    for d in widths:
+        g, s = ensemble_grid(gammas, seeds)
+        ensemble = make_model("mlp", task, gamma=g, seed=s, d=d)
+        cosines.append(cosine_per_model(mlp_embedding_velocity(ensemble, data), embedding_velocity(ensemble, data))
+                       .reshape(len(gammas), len(seeds)))
+    cosines = torch.stack(cosines)
+    log_gap = (1 - cosines).clamp_min(1e-15).mean(-1).log10()  # [W, G]
+    g_fit = torch.tensor(gammas, dtype=torch.float64)[fit]
+    design = torch.stack([g_fit, torch.ones_like(g_fit)], 1)
+    fitted = torch.stack([torch.linalg.lstsq(design, row[fit, None]).solution[0, 0] for row in log_gap])
+    predicted = -2 * torch.log10(torch.tensor([data.seq_len * d * d for d in widths], dtype=torch.float64))
+    return E1Agreement(gammas, widths, seeds, float(fit_from), cosines, fitted, predicted)
 
 
 # --- linear-network modes ---
@@ -182,6 +232,59 @@ def fit_growth_rate(steps: Tensor, strengths: Tensor, start: float, stop: float)
     return ((y - y.mean(-1, keepdim=True)) * x).sum(-1) / (x * x).sum()
 
 
+@dataclass(frozen=True)
+class ModeGrowth:
+    """The modes of Sigma_yx in a LinearEmb run, measured against the linear prediction (lesson 05).
+
+    One model per γ. steps [T], loss [G, T]; strengths [G, T, r]: a_k(t) = u_k^T A(t) v_k;
+    amplitude [G, r]: the growing amplitude a_0 at init; predicted_rate [r]: 2 ln(1 + lr s_k);
+    measured_rate [G, r]: the fitted slope of ln a_k on its exponential stretch (above 3 a_0 and
+    below 0.1), NaN where that stretch has fewer than two recorded steps (large init);
+    windows [G, r, 2]: that stretch's first and last step (-1 if none); switch_on [G, r]: first step
+    with a_k > level (-1 if never); expected_switch_on [G, r]: ln(level / a_0) / rate_k.
+    """
+
+    gammas: list[float]
+    lr: float
+    level: float
+    singular_values: Tensor
+    steps: Tensor
+    loss: Tensor
+    strengths: Tensor
+    amplitude: Tensor
+    predicted_rate: Tensor
+    measured_rate: Tensor
+    windows: Tensor
+    switch_on: Tensor
+    expected_switch_on: Tensor
+
+
+def mode_growth(task, gammas=(0.75, 1.0, 1.25, 1.5, 1.75), steps: int = 300, lr: float = 1.0, d: int = 32,
+                seed: int = 0, level: float = 0.5, device=None) -> ModeGrowth:
+    """Train one LinearEmb per γ with plain GD, recording the product map every step, and read
+    each mode's growth rate and switch-on step next to the predictions of the linear theory."""
+    data = task.population
+    modes = correlation_modes(data)
+    gammas = [float(g) for g in gammas]
+    model = make_model("linear", task, gamma=gammas, seed=integer(seed, "seed"), d=d)
+    amplitude = growing_amplitude(model, modes)
+    run = train(model, data, steps, lr=lr, record_every=1, probes={"map": product_map}, progress=False, device=device)
+    a = mode_strengths(run.extras["map"], modes)  # [G, T, r]
+    r = len(modes.s)
+    measured = torch.full((len(gammas), r), float("nan"), dtype=torch.float64)
+    windows = torch.full((len(gammas), r, 2), -1, dtype=torch.long)
+    for k in range(len(gammas)):
+        for m in range(r):
+            inside = run.steps[(a[k, :, m] > 3 * amplitude[k, m]) & (a[k, :, m] < 0.1)]
+            if inside.numel() >= 2:
+                windows[k, m] = torch.stack([inside[0], inside[-1]])
+                measured[k, m] = fit_growth_rate(run.steps, a[k, :, m], int(inside[0]), int(inside[-1]))
+    switch_on = torch.stack([crossing_step(run.steps, a[:, :, m], level, below=False) for m in range(r)], dim=1)
+    return ModeGrowth(gammas, float(lr), float(level), modes.s, run.steps, run.loss, a, amplitude,
+                      predicted_growth_rates(modes.s, lr), measured, windows, switch_on,
+                      predicted_switch_on(modes.s, amplitude, level, lr))
+
+
 # --- lesson 06: the residual pair statistic that drives the next stair ---
 
 
@@ -214,6 +317,31 @@ def model_pair_residual(model, data: Dataset, i: int, j: int) -> Tensor:
     with torch.no_grad():
         probs = torch.softmax(model(data.x), dim=-1)
     return pair_residual(data, probs, i, j)
+
+
+@dataclass(frozen=True)
+class ResidualIncrement:
+    """An ensemble's residual pair table next to the data's Möbius increment (lesson 06's headline).
+
+    residual [K, V, V, C]: R_ij of each model; increment [V, V, C]: ΔS²_ij from the data;
+    cosine [K] and relative [K] = ‖R − ΔS²‖ / ‖ΔS²‖ say how equal they are, model by model.
+    """
+
+    positions: tuple[int, int]
+    residual: Tensor
+    increment: Tensor
+    cosine: Tensor
+    relative: Tensor
+
+
+def residual_vs_increment(model, data: Dataset, i: int = 0, j: int = 1) -> ResidualIncrement:
+    """R_ij of the models' current predictions against ΔS²_ij: equal at the order-1 optimum,
+    where the pair increment is all the gradient has left to follow."""
+    R = model_pair_residual(model, data, i, j)
+    delta2 = interaction(data, (i, j))
+    cos = cosine_per_model(R, delta2.expand_as(R))
+    rel = (R - delta2).flatten(1).norm(dim=1) / delta2.norm()
+    return ResidualIncrement((i, j), R, delta2, cos, rel)
 
 
 # --- lesson 07: attention at small init ---

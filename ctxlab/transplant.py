@@ -13,7 +13,9 @@ proportional to the embeddings it reads), so tables are compared at a matched Fr
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
@@ -22,7 +24,7 @@ from ctxlab.rungs import stair_onsets
 from ctxlab.models import Ensemble, make_model, small_init
 from ctxlab.signatures import label_signature
 from ctxlab.tasks import Dataset, Task
-from ctxlab.train import Trajectory
+from ctxlab.train import Trajectory, train
 from ctxlab.validate import integer, number
 
 
@@ -166,3 +168,56 @@ def group_summary(values: Tensor, groups: Sequence[str]) -> dict[str, tuple[floa
         sd = float(v.std()) if v.numel() > 1 else 0.0
         out[name] = (float(v.mean()) if v.numel() else float("nan"), sd, int(v.numel()))
     return out
+
+
+@dataclass(frozen=True)
+class FrozenRace:
+    """Frozen embedding tables racing down the staircase next to a learner (lesson 11's headline).
+
+    names: the condition of each frozen model (condition-major); run: their trajectory (only W1, W2
+    learn); onsets [K, n]: the step each drops onto plateau k = 1.. (-1: never); reference: the
+    learner whose final tables were transplanted, with its own onsets; norm: the matched norm.
+    """
+
+    levels: list[float]
+    norm: float
+    names: list[str]
+    run: Trajectory
+    onsets: Tensor
+    reference: Trajectory
+    reference_onsets: Tensor
+
+    def curves(self) -> dict[str, tuple[Tensor, Tensor]]:
+        """Condition -> (steps, loss [n_seeds, T]), the learner first: what ``plateau_race_figure`` draws."""
+        return {"learned (the learner)": (self.reference.steps, self.reference.loss), **loss_by_condition(self.run, self.names)}
+
+
+def frozen_race(task: Task, reference: Trajectory, seeds: Sequence[int], d: int = 32, steps: int = 700,
+                norm: float | None = None, device=None) -> FrozenRace:
+    """Freeze five tables, all at the matched norm (default √V, a standard-init table's expected norm)
+    except the first, and let only W1, W2 learn (full-batch GD, lr 1): a random table at small-init
+    scale (γ = 1) and the same table at the matched norm, the signature tables ΔS¹⁺² and ΔS¹⁺²⁺³,
+    and the table ``reference`` (a learner's run over the same seeds) ended with, taken from another
+    seed so that no W1 co-adapted with it."""
+    data = task.population
+    V = data.vocab_size
+    seeds = list(seeds)
+    norm = math.sqrt(V) if norm is None else number(norm, "norm", positive=True)
+    learned = reference.embeddings[:, -1]
+    if learned.shape[0] != len(seeds) or learned.shape[-1] != d:
+        raise ValueError(f"reference: need one learner per seed ({len(seeds)}) of width d = {d}, "
+                         f"got {learned.shape[0]} of width {learned.shape[-1]}")
+    sig12 = signature_embedding(task, d, orders=(1, 2), norm=norm)
+    sig123 = signature_embedding(task, d, orders=(1, 2, 3), norm=norm)
+    conditions = {
+        "random γ=1 (small)": lambda s: random_embedding(V, d, 1.0, seed=100 + s),
+        "random γ=0.5 (std)": lambda s: rescale(random_embedding(V, d, 1.0, seed=100 + s), norm),
+        "ΔS¹⁺²": lambda s: sig12,
+        "ΔS¹⁺²⁺³": lambda s: sig123,
+        "learned (other seed)": lambda s: rescale(learned[(seeds.index(s) + 1) % len(seeds)], norm),
+    }
+    frozen, names = frozen_ensemble(task, conditions, seeds, d=d)
+    run = train(frozen, data, steps, lr=1.0, record_every=10, progress=False, device=device)
+    levels = task.plateau_levels()
+    return FrozenRace(levels, float(norm), names, run, steps_to_plateaus(run, levels), reference,
+                      steps_to_plateaus(reference, levels))

@@ -30,11 +30,13 @@ import torch
 
 from ctxlab.align import class_cosines
 from ctxlab.rungs import stair_onsets
-from ctxlab.models import ensemble_grid, make_model
+from ctxlab.models import make_model
+from ctxlab.plots import e1_agreement_figure
 from ctxlab.signatures import joint
 from ctxlab.tasks import hierarchy_task, with_token_frequencies, zipf
 from ctxlab.theory import (
     cosine_per_model,
+    e1_agreement,
     embedding_velocity,
     mlp_embedding_velocity,
     plateau_levels,
@@ -134,50 +136,27 @@ print("gamma = 0.5: cosine(E1, autograd) between 0.9 and 0.99:", bool(0.9 < cosi
 # %% [markdown]
 # ## How the agreement depends on γ and on the width
 #
-# One batched ensemble per width: 5 values of γ × 3 seeds, all evaluated at initialization.
+# One batched ensemble per width: 5 values of γ × 3 seeds, all evaluated at initialization
+# (`ctxlab.theory.e1_agreement`; `ctxlab figures` redraws this figure from the command line).
 
 # %%
-gammas = [0.5, 0.75, 1.0, 1.25, 1.5]
-widths = [16, 32, 128]
-agreement = {}
-for d in widths:
-    g, s = ensemble_grid(gammas, [0, 1, 2])
-    ensemble = make_model("mlp", task, gamma=g, seed=s, d=d)
-    cos = cosine_per_model(mlp_embedding_velocity(ensemble, data), embedding_velocity(ensemble, data))
-    agreement[d] = cos.reshape(len(gammas), 3)
-
-fig, ax = plt.subplots(figsize=(6.2, 4.0))
-fitted, predicted_slope = {}, {}
-g_t = torch.tensor(gammas, dtype=torch.float64)
-for j, d in enumerate(widths):
-    gap = (1 - agreement[d]).clamp_min(1e-15)
-    ax.errorbar(gammas, gap.mean(1), yerr=gap.std(1), marker="o", capsize=3, color=f"C{j}", label=f"d = {d}")
-    log_gap, fit = gap.mean(1).log10(), g_t >= 0.75  # gamma = 0.5 is outside the small-init regime
-    fitted[d] = float(torch.linalg.lstsq(torch.stack([g_t[fit], torch.ones(int(fit.sum()), dtype=torch.float64)], 1),
-                                         log_gap[fit, None]).solution[0])
-    predicted_slope[d] = -2 * float(torch.log10(torch.tensor(L * d * d, dtype=torch.float64)))
-    anchor = float(log_gap[gammas.index(1.0)])
-    ax.plot(gammas, [10 ** (anchor + predicted_slope[d] * (g - 1.0)) for g in gammas], color=f"C{j}", ls=":", lw=1)
-ax.plot([], [], color="grey", ls=":", label="slope −2 log₁₀(L d²) per unit γ")
-ax.set_yscale("log")
-ax.set_xlabel("init exponent γ")
-ax.set_ylabel("1 − cosine(E1, autograd)  (mean ± sd, 3 seeds)")
-ax.set_title("E1 becomes exact as init shrinks and width grows", fontsize=10)
-ax.legend(fontsize=8, loc="lower left")
+agreement = e1_agreement(task, gammas=[0.5, 0.75, 1.0, 1.25, 1.5], widths=[16, 32, 128], seeds=[0, 1, 2])
+fig = e1_agreement_figure(agreement)
 plt.show()
-for d in widths:
-    print(f"d = {d:>3}: mean cosine " + "  ".join(f"γ={g:g}: {float(c):.5f}" for g, c in zip(gammas, agreement[d].mean(1)))
-          + f"; slope of log10(1 - cos) for γ >= 0.75: {fitted[d]:.2f}, predicted {predicted_slope[d]:.2f}")
+for d, cos, fitted, predicted_slope in zip(agreement.widths, agreement.cosines.mean(-1), agreement.fitted_slope,
+                                           agreement.predicted_slope):
+    print(f"d = {d:>3}: mean cosine " + "  ".join(f"γ={g:g}: {float(c):.5f}" for g, c in zip(agreement.gammas, cos))
+          + f"; slope of log10(1 - cos) for γ >= {agreement.fit_from:g}: {fitted:.2f}, predicted {predicted_slope:.2f}")
 
 # %%
 # NBVAL_CHECK_OUTPUT
 print("fitted slope within 10% of -2 log10(L d^2) for every width:",
-      all(abs(fitted[d] / predicted_slope[d] - 1) < 0.1 for d in widths))
-at_half = torch.stack([agreement[d][0].mean() for d in widths])
+      bool(((agreement.fitted_slope / agreement.predicted_slope - 1).abs() < 0.1).all()))
+at_half = agreement.cosines[:, agreement.gammas.index(0.5)].mean(-1)
 print("gamma = 0.5: mean cosine between 0.9 and 0.995 at every width, and higher for wider models:",
       bool(((at_half > 0.9) & (at_half < 0.995)).all() and (at_half.diff() > 0).all()))
 print("gamma >= 1: 1 - cosine < 1e-3 for every model and width:",
-      all(bool((1 - agreement[d][gammas.index(1.0):] < 1e-3).all()) for d in widths))
+      bool((1 - agreement.cosines[:, agreement.gammas.index(1.0):] < 1e-3).all()))
 
 # %% [markdown]
 # On the log scale each width falls on a straight line in γ whose slope is the predicted

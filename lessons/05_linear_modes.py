@@ -34,15 +34,13 @@ import torch
 
 from ctxlab.rungs import crossing_step
 from ctxlab.models import make_model
+from ctxlab.plots import mode_growth_figure
 from ctxlab.tasks import modes_task
 from ctxlab.theory import (
     correlation_modes,
-    fit_growth_rate,
-    growing_amplitude,
     input_output_correlation,
+    mode_growth,
     mode_strengths,
-    predicted_growth_rates,
-    predicted_switch_on,
     product_map,
 )
 from ctxlab.train import train
@@ -147,45 +145,20 @@ print("u_k = ±h_k/|h_k|:", u_ok, "| v_k = ±b_k/|b_k| on the keys, 0 elsewhere:
 # %%
 gammas = [0.75, 1.0, 1.25, 1.5, 1.75]
 lr = 1.0
-model = make_model("linear", task, gamma=gammas, seed=0, d=32)
-amplitude = growing_amplitude(model, modes)  # [K, 3]: |alpha + beta|^2 / 4 at init
-run = train(model, data, 300, lr=lr, record_every=1, probes={"map": product_map})
-a = mode_strengths(run.extras["map"], modes)  # [K, T, 3]
-steps = run.steps
+growth = mode_growth(task, gammas=gammas, steps=300, lr=lr, d=32)
+steps, a = growth.steps, growth.strengths  # a: [K, T, 3]
 
 # %% [markdown]
-# The growth rate is fitted on the stretch where the mode is exponential: above 3× its initial
-# growing amplitude (so the decaying part is gone) and below 0.1 (well before saturation at ≈ 2–4).
-# At γ = 0.75 the init is so large that this stretch does not exist; we fit the small-init runs.
+# `mode_growth` fits the growth rate on the stretch where the mode is exponential: above 3× its
+# initial growing amplitude (so the decaying part is gone) and below 0.1 (well before saturation
+# at ≈ 2–4). At γ = 0.75 the init is so large that this stretch does not exist (the rate is NaN);
+# we check the small-init runs.
 
 # %%
-predicted = predicted_growth_rates(modes.s, lr)
 small = [k for k, g in enumerate(gammas) if g >= 1.0]
-measured = torch.zeros(len(small), len(modes.s), dtype=torch.float64)
-windows = {}
-for j, k in enumerate(small):
-    for m in range(len(modes.s)):
-        inside = steps[(a[k, :, m] > 3 * amplitude[k, m]) & (a[k, :, m] < 0.1)]
-        windows[k, m] = (int(inside[0]), int(inside[-1]))
-        measured[j, m] = fit_growth_rate(steps, a[k, :, m], *windows[k, m])
-
+predicted, measured = growth.predicted_rate, growth.measured_rate[small]
 show = gammas.index(1.5)
-fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
-axes[0].plot(steps, run.loss[show], color="black")
-axes[0].set_xlabel("GD step")
-axes[0].set_title(f"LinearEmb, γ = {gammas[show]:g}", fontsize=10)
-for m in range(len(modes.s)):
-    axes[1].semilogy(steps, a[show, :, m].abs(), color=f"C{m}", label=f"mode {m + 1} (s = {float(modes.s[m]):.3f})")
-    lo, hi = windows[show, m]
-    t = torch.arange(lo, hi + 1, dtype=torch.float64)
-    at_lo = a[show, run.index(lo), m]
-    axes[1].semilogy(t, at_lo * torch.exp(measured[small.index(show), m] * (t - lo)), color="black", lw=2.5, alpha=0.4)
-axes[1].set_xlabel("GD step")
-axes[0].set_ylabel("loss (nats)")
-axes[1].set_ylabel("|a_k(t)|")
-axes[1].set_title("mode strengths; grey: fitted exponentials", fontsize=10)
-axes[1].legend(fontsize=8, loc="lower right")
-fig.tight_layout()
+fig = mode_growth_figure(growth, gamma=1.5)
 plt.show()
 ratio = measured / predicted
 print("predicted rate 2 ln(1 + lr s_k):", [f"{float(r):.3f}" for r in predicted])
@@ -206,9 +179,8 @@ print("and 2 ln(1 + lr s_k) is 3-5% below 2 lr s_k for mode 1:", 0.03 < 1 - floa
 # their singular values**.
 
 # %%
-level = 0.5
-switch_on = torch.stack([crossing_step(steps, a[:, :, m], level, below=False) for m in range(len(modes.s))], dim=1)
-expected_times = predicted_switch_on(modes.s, amplitude, level, lr)
+level = growth.level
+switch_on, expected_times = growth.switch_on, growth.expected_switch_on
 sv_order = torch.argsort(modes.s, descending=True).tolist()
 for k, g in enumerate(gammas):
     print(f"gamma = {g:<4}: switch-on steps {switch_on[k].tolist()}, predicted {[round(float(t)) for t in expected_times[k]]}")

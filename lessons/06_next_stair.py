@@ -28,14 +28,14 @@ import torch
 
 from ctxlab.align import class_cosines
 from ctxlab.models import make_model
-from ctxlab.plots import embedding_split_figure
+from ctxlab.plots import embedding_split_figure, residual_increment_figure
 from ctxlab.rungs import measure_runs
 from ctxlab.signatures import conditional_entropy, interaction
 from ctxlab.tasks import Dataset, hierarchy_task
 from ctxlab.theory import (
-    cosine_per_model,
     model_pair_residual,
     plateau_levels,
+    residual_vs_increment,
 )
 from ctxlab.train import train
 
@@ -111,14 +111,12 @@ print("order-1 drive below 1% of its size at init:", bool(order1.abs().max() / s
 #
 # $$R_{12}(s,t) = P(y\mid s,t) - P(y\mid s) - P(y\mid t) + P(y) = \Delta S^2_{12}(s,t).$$
 #
-# `ctxlab.theory.pair_residual(data, probs, i, j)` computes R from predictions; let us compare it
-# with `interaction(data, (0, 1))`.
+# `ctxlab.theory.residual_vs_increment(model, data, i, j)` computes R from the model's predictions
+# (with `pair_residual`) and holds it against `interaction(data, (i, j))`.
 
 # %%
-R = model_pair_residual(model, data, 0, 1)  # [K, V, V, C]
-delta2 = interaction(data, (0, 1))  # [V, V, C]
-cos = cosine_per_model(R, delta2.expand_as(R))
-rel = (R - delta2).flatten(1).norm(dim=1) / delta2.norm()
+check = residual_vs_increment(model, data, 0, 1)  # R [K, V, V, C] next to ΔS² [V, V, C]
+cos, rel = check.cosine, check.relative
 print("cosine(R_12, ΔS²_12) per seed:", [round(float(c), 4) for c in cos])
 print("relative difference per seed: ", [round(float(r), 3) for r in rel])
 
@@ -133,19 +131,7 @@ print("R equals ΔS² (cosine >= 0.99 for every seed):", bool((cos >= 0.99).all(
 # %%
 keys, anchors1, anchors2 = (task.role_tokens(r) for r in ("key", "anchor1", "anchor2"))
 names = task.token_names
-lim = float(delta2[keys][:, anchors1].abs().max())
-fig, axes = plt.subplots(1, 2, figsize=(10, 3.4), layout="constrained")
-for ax, table, title in zip(axes, (R[0], delta2), ("residual R₁₂ on the plateau (seed 0)", "ΔS²₁₂ from the data")):
-    block = table[keys][:, anchors1].reshape(len(keys), -1)
-    im = ax.imshow(block.numpy(), cmap="RdBu_r", vmin=-lim, vmax=lim, aspect="auto", interpolation="nearest")
-    for x in range(C, block.shape[1], C):
-        ax.axvline(x - 0.5, color="white", lw=0.6)
-    ax.set_yticks(range(len(keys)), [names[t] for t in keys], fontsize=7)
-    ax.set_xticks([C * j + 1 for j in range(len(anchors1))], [names[t] for t in anchors1], fontsize=7)
-    ax.set_title(title, fontsize=9)
-    ax.set_xlabel("anchor-1 token (3 columns: y = 0, 1, 2)")
-    ax.set_ylabel("key token")
-fig.colorbar(im, ax=axes.tolist(), fraction=0.03, label="probability difference")
+fig = residual_increment_figure(check, keys, anchors1, names, model=0)
 plt.show()
 
 # %% [markdown]

@@ -41,12 +41,9 @@
 
 # %%
 import matplotlib.pyplot as plt
-import torch
 
-from ctxlab import pretrained
-from ctxlab.align import cka
+from ctxlab import plots, pretrained
 from ctxlab.corpus import load_text
-from ctxlab.signatures import bigram_signature, bucket_rare
 
 HAVE_MODEL = pretrained.available()
 if HAVE_MODEL:
@@ -83,14 +80,12 @@ if HAVE_MODEL:
 # %%
 KEEP = 400
 if HAVE_MODEL:
-    stream, kept = bucket_rare(ids, model.vocab_size, KEEP)
-    S = bigram_signature(stream, KEEP + 1).matrix[:KEEP].double()  # drop the bucket's own row
-    E = model.matrix[kept].double()  # the kept tokens' embeddings, same order
-    names = model.token_names(kept)
-    counts = torch.bincount(stream, minlength=KEEP + 1)[:KEEP]
+    text = pretrained.frequency_alignment(model, ids, keep=KEEP, bin_size=100)  # the rest of this section's numbers too
+    S, E = text.signature, text.embedding  # the kept tokens' signature rows and embedding rows, same order
+    names, counts = model.token_names(text.kept), text.counts
     print("most frequent:", names[:15])
     print(f"rank 0 occurs {int(counts[0]):,} times, rank {KEEP - 1} ('{names[-1]}') {int(counts[-1]):,} times")
-    print(f"the bucket holds {float((stream == KEEP).double().mean()):.0%} of the stream")
+    print(f"the bucket holds {text.bucket_share:.0%} of the stream")
 
 # %% [markdown]
 # ## Alignment by frequency bin
@@ -106,8 +101,7 @@ if HAVE_MODEL:
 
 # %%
 if HAVE_MODEL:
-    bins = pretrained.frequency_bins(KEEP, 100)
-    by_bin = pretrained.alignment_by_bin(E, S, bins)
+    bins, by_bin = text.bins, text.by_bin
     print("ranks      CKA   shuffled  excess   RSA")
     for b in by_bin:
         print(f"{b.ranks[0]:>3}-{b.ranks[1]:<4}  {b.cka:.2f}   {b.shuffled_cka:.2f}     {b.excess:+.2f}   {b.rsa:+.2f}")
@@ -121,25 +115,13 @@ if HAVE_MODEL:
 
 # %%
 if HAVE_MODEL:
-    half = len(stream) // 2
-    S_a = bigram_signature(stream[:half], KEEP + 1).matrix[:KEEP].double()
-    S_b = bigram_signature(stream[half:], KEEP + 1).matrix[:KEEP].double()
-    reliability = [float(cka(S_a[idx], S_b[idx])) for idx in bins]
+    reliability = text.reliability
     print("signature split-half CKA per bin:", [round(r, 2) for r in reliability])
 
 # %%
 if HAVE_MODEL:
     labels = [f"{b.ranks[0]}–{b.ranks[1]}" for b in by_bin]
-    fig, (ax_cka, ax_rsa) = plt.subplots(1, 2, figsize=(10, 3.6))
-    x = torch.arange(len(by_bin)).numpy()
-    ax_cka.bar(x - 0.2, [b.cka for b in by_bin], 0.4, label="CKA(E, S)")
-    ax_cka.bar(x + 0.2, [b.shuffled_cka for b in by_bin], 0.4, color="lightgray", label="shuffled S")
-    ax_cka.plot(x, reliability, "k^-", label="split-half CKA of S")
-    ax_cka.set(xticks=x, xticklabels=labels, xlabel="frequency rank", title="CKA by frequency bin", ylim=(0, 1))
-    ax_cka.legend(fontsize=8)
-    ax_rsa.bar(x, [b.rsa for b in by_bin], 0.5, color="#7570b3")
-    ax_rsa.set(xticks=x, xticklabels=labels, xlabel="frequency rank", title="RSA (Spearman) by frequency bin")
-    fig.tight_layout()
+    fig = plots.frequency_alignment_figure(text)
     plt.show()
 
 # %% [markdown]

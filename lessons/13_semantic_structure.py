@@ -36,15 +36,21 @@ import matplotlib.pyplot as plt
 import torch
 
 from ctxlab import plots
-from ctxlab.align import class_cosines, nearest, overlap_chance, overlap_trajectory, signature_classes
+from ctxlab.align import (
+    class_collapse,
+    class_cosines,
+    hierarchy_class_groups,
+    nearest,
+    overlap_chance,
+    overlap_trajectory,
+    signature_classes,
+)
 from ctxlab.corpus import load_text, tokenizer, train_val_split
 from ctxlab.lm import TinyGPT, train_lm
-from ctxlab.models import ensemble_grid, make_model
-from ctxlab.rungs import crossing_step, stair_onsets
+from ctxlab.models import ensemble_grid
+from ctxlab.rungs import crossing_step
 from ctxlab.signatures import bigram_signature, label_signature
 from ctxlab.tasks import hierarchy_task
-from ctxlab.theory import plateau_levels
-from ctxlab.train import train
 
 # %% [markdown]
 # ### Signature classes on the hierarchy task
@@ -70,7 +76,8 @@ for name, cls in [("order 1", classes_1), ("orders 1-2", classes_12), ("orders 1
 # classes and the **first anchors** by their order-2 classes. For each group, the mean cosine
 # between distinct tokens of the same class (*within*) and between tokens of different classes
 # (*between*), at every recorded step, for 3 seeds at small (γ = 1) and standard (γ = 0.5) init,
-# all six models in one ensemble (Emb-MLP, GELU, full-batch GD, lr 1.0, d = 32, hidden 128).
+# all six models in one ensemble (Emb-MLP, GELU, full-batch GD, lr 1.0, d = 32, hidden 128),
+# trained and measured by `ctxlab.align.class_collapse`.
 #
 # > **Think.** At step 0 both cosines are about 0 (random vectors in 32 dimensions). Where should
 # > *within* go for the keys at small init, and when? And for the anchors? What should differ at
@@ -78,20 +85,9 @@ for name, cls in [("order 1", classes_1), ("orders 1-2", classes_12), ("orders 1
 
 # %%
 SYN_STEPS = 1200
-g_syn, s_syn = ensemble_grid([1.0, 0.5], [0, 1, 2])
-mlp = make_model("mlp", task, d=32, hidden=128, activation="gelu", gamma=g_syn, seed=s_syn)
-syn = train(mlp, data, SYN_STEPS, optimizer="gd", lr=1.0, record_every=10, progress=False)
-E_syn = syn.embeddings
-groups = {
-    "keys (order-1 classes)": (classes_1, keys),
-    "first anchors (order-2 classes)": (classes_12, anchors1),
-}
-cosines = {name: class_cosines(E_syn, cls, tokens=idx) for name, (cls, idx) in groups.items()}
-onsets = stair_onsets(syn.steps, syn.loss, plateau_levels(data))  # [K, 3], -1 if not reached
-mean_onsets = {}
-for g in (1.0, 0.5):
-    rows = onsets[torch.tensor(g_syn) == g]
-    mean_onsets[g] = [int(col[col >= 0].float().mean()) for col in rows.T if bool((col >= 0).all())]
+groups = hierarchy_class_groups(task)  # name -> (classes, tokens): the two groups above
+syn = class_collapse(task, groups, gammas=[1.0, 0.5], seeds=[0, 1, 2], steps=SYN_STEPS, lr=1.0, d=32, hidden=128)
+g_syn, cosines, onsets, mean_onsets = syn.gammas, syn.cosines, syn.onsets, syn.mean_onsets
 print("stair onsets (steps) per model:", onsets.tolist())
 fig = plots.class_cosine_figure(syn.steps, cosines, g_syn, mean_onsets)
 plt.show()
@@ -127,7 +123,7 @@ for name, (within, between) in cosines.items():
 # training *added*, E − E₀:
 
 # %%
-moved = E_syn[:, -1] - E_syn[:, 0]
+moved = syn.end - syn.start
 moved_within = {name: class_cosines(moved, cls, tokens=idx)[0] for name, (cls, idx) in groups.items()}
 for name, w in moved_within.items():
     print(f"{name:<32} within, E - E0: γ = 1 {w[small].mean():.2f} ± {w[small].std():.2f}, "

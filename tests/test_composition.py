@@ -9,6 +9,7 @@ from ctxlab.composition import (
     accuracy,
     anchor_line_up,
     composition_probes,
+    composition_run,
     held_out_accuracy,
     held_out_outcomes,
     key_line_up,
@@ -112,3 +113,14 @@ def test_probes_record_through_training_and_role_line_ups():
         assert bool(((traj.extras[name] >= 0) & (traj.extras[name] <= 1)).all())
     assert anchor_line_up(traj.embeddings, task).shape == (2, 3)
     assert key_line_up(traj.embeddings[:, -1], task).shape == (2,)
+
+
+def test_composition_run_is_the_probed_run_of_its_grid():
+    task = anchor_composition_task(n_keys=10)
+    run = composition_run(task, gammas=(0.5, 1.0), seeds=(0, 1), steps=40, d=8, hidden=16, record_every=20)
+    assert run.gammas == [0.5, 0.5, 1.0, 1.0] and run.seeds == [0, 1, 0, 1]
+    model = make_model("mlp", task, gamma=run.gammas, seed=run.seeds, d=8, hidden=16)
+    direct = train(model, task.population, 40, lr=1.0, record_every=20, probes=composition_probes(task), progress=False)
+    assert torch.equal(run.steps, direct.steps) and torch.equal(run.embeddings, direct.embeddings[:, -1])
+    for name in ("train_acc", "composed", "symmetric"):
+        assert torch.equal(getattr(run, name), direct.extras[name])

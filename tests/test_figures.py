@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from ctxlab.cli import main
-from ctxlab.figures import REGISTRY, jsonable, register, render_figures, select
+from ctxlab.figures import REGISTRY, FigureEntry, SkipFigure, jsonable, register, render_figures, select
 
 ROOT = Path(__file__).resolve().parents[1]
 CHEAP = "01_signatures_entropy_ladder"  # exact counts: no training
@@ -21,6 +21,32 @@ def test_every_entry_heads_a_lesson_and_makes_a_figure_and_numbers():
     assert REGISTRY and all(e.lesson in lessons for e in REGISTRY.values())
     assert [e.lesson for e in select()] == sorted(e.lesson for e in REGISTRY.values())
     assert select(["03_staircase", "08_knobs"]) == [REGISTRY["03_staircase"], REGISTRY["08_knobs_phase_map"]]
+
+
+def test_every_lesson_has_a_headline_figure():
+    lessons = sorted(p.stem for p in (ROOT / "lessons").glob("*.py"))
+    missing = [lesson for lesson in lessons if not any(e.lesson == lesson for e in REGISTRY.values())]
+    assert not missing, f"lessons without a `ctxlab figures` entry (add one with @register in ctxlab/figures.py): {missing}"
+
+
+def test_a_figure_that_cannot_run_here_is_skipped_with_its_reason(tmp_path, monkeypatch):
+    def unavailable(profile, device):
+        raise SkipFigure("install the thing")
+
+    monkeypatch.setitem(REGISTRY, "01_zz_unavailable", FigureEntry("01_zz_unavailable", "01_signatures", "x", unavailable))
+    lines = []
+    done = render_figures(tmp_path, only=["01_signatures"], report=lines.append)
+    assert [d["name"] for d in done] == [CHEAP]
+    assert "[2/2] 01_zz_unavailable: skipped (install the thing)" in lines
+    assert not (tmp_path / "01_zz_unavailable.png").exists() and "01_zz_unavailable" not in (tmp_path / "index.html").read_text()
+
+
+def test_the_pretrained_figure_says_what_to_install_when_the_model_is_missing(monkeypatch):
+    from ctxlab import pretrained
+
+    monkeypatch.setattr(pretrained, "available", lambda: False)
+    with pytest.raises(SkipFigure, match=pretrained.INSTALL):
+        REGISTRY["10_pretrained_frequency_alignment"].make("quick", None)
 
 
 def test_register_refuses_a_second_entry_or_a_bad_name():

@@ -7,7 +7,7 @@ import torch
 
 from ctxlab.signatures import conditional_entropy, interaction, joint
 from ctxlab.tasks import TASKS, hierarchy_task, make_task, partner_task, pointer_task
-from ctxlab.theory import pair_residual
+from ctxlab.theory import pair_residual, residual_vs_increment
 
 
 def _order1_optimum(data):
@@ -27,6 +27,15 @@ def test_pair_residual_of_the_truth_is_zero_and_batches_over_models():
     R = pair_residual(data, torch.stack([truth, _order1_optimum(data)]), 1, 2)
     assert R.shape == (2, 27, 27, 3)
     assert float(R[0].abs().max()) < 1e-6
+
+
+def test_residual_vs_increment_of_a_model_at_the_order1_optimum_and_away_from_it():
+    data = hierarchy_task().population
+    optimum = _order1_optimum(data).log()
+    check = residual_vs_increment(lambda x: torch.stack([optimum, torch.zeros_like(optimum)]), data, 0, 1)
+    assert check.positions == (0, 1) and check.residual.shape == (2, 27, 27, 3)
+    assert float(check.cosine[0]) > 1 - 1e-9 and float(check.relative[0]) < 1e-6  # R = ΔS² there
+    assert float(check.relative[1]) > 0.5  # a uniform model's residual is mostly order-1 error
 
 
 def test_pair_residual_rejects_bad_input():

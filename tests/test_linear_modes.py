@@ -9,6 +9,8 @@ from ctxlab.models import LinearEmb, make_model
 from ctxlab.signatures import joint
 from ctxlab.tasks import hierarchy_task, make_task, modes_task, with_token_frequencies
 from ctxlab.theory import (
+    e1_agreement,
+    mode_growth,
     correlation_modes,
     fit_growth_rate,
     growing_amplitude,
@@ -67,6 +69,24 @@ def test_growth_rate_and_switch_on_match_a_run():
     assert float(rate) == pytest.approx(float(predicted_growth_rates(modes.s)[0]), rel=0.05)
     on = int((a[:, 0] >= 0.5).float().argmax())
     assert on == pytest.approx(float(predicted_switch_on(modes.s, amp, 0.5)[0, 0]), rel=0.15)
+
+
+def test_mode_growth_reads_rates_and_switch_on_only_where_the_mode_is_exponential():
+    result = mode_growth(modes_task(), gammas=(0.75, 1.5), steps=300)
+    assert result.strengths.shape == (2, 301, 3) and result.loss.shape == (2, 301)
+    assert torch.isnan(result.measured_rate[0]).all() and (result.windows[0] == -1).all()  # large init: no stretch
+    assert torch.allclose(result.measured_rate[1], result.predicted_rate, rtol=0.05)
+    assert result.switch_on[1].tolist() == sorted(result.switch_on[1].tolist())  # strongest mode first
+    assert torch.allclose(result.switch_on[1].double(), result.expected_switch_on[1], rtol=0.1)
+
+
+def test_e1_agreement_follows_the_eps4_law_and_needs_two_gammas_to_fit():
+    result = e1_agreement(hierarchy_task(), gammas=(0.75, 1.0, 1.25), widths=(16, 32), seeds=(0, 1))
+    assert result.cosines.shape == (2, 3, 2) and bool((result.cosines > 0.9).all())
+    assert torch.allclose(result.fitted_slope, result.predicted_slope, rtol=0.1)
+    assert result.predicted_slope[1] < result.predicted_slope[0] < 0  # wider: steeper
+    with pytest.raises(ValueError, match="fit_from"):
+        e1_agreement(hierarchy_task(), gammas=(0.5, 1.0), widths=(16,), seeds=(0,), fit_from=0.75)
 
 
 def test_fit_growth_rate_recovers_an_exponential():

@@ -73,11 +73,12 @@ def test_neighbour_overlap_is_one_for_the_same_geometry_and_low_for_noise():
 def test_lesson10_claims_hold_on_the_shipped_text(no_network):
     """The numbers lesson 10 states in prose (its notebook cannot pin them when the model is absent)."""
     from ctxlab.corpus import load_text
-    from ctxlab.signatures import bigram_signature, bucket_rare
 
     model = pretrained.load_minilm()
-    stream, kept = bucket_rare(model.encode(load_text("shakespeare").text), model.vocab_size, 400)
-    S = bigram_signature(stream, 401).matrix[:400].double()
-    by_bin = pretrained.alignment_by_bin(model.matrix[kept].double(), S, pretrained.frequency_bins(400, 100))
+    result = pretrained.frequency_alignment(model, model.encode(load_text("shakespeare").text), keep=400, bin_size=100)
+    assert result.embedding.shape == (400, 384) and result.signature.shape == (400, 802) and len(result.bins) == 4
+    assert 0 < result.bucket_share < 1 and bool((result.counts.diff() <= 0).all())  # kept in falling frequency
+    by_bin = result.by_bin
     assert all(b.excess > 0.03 for b in by_bin)
     assert by_bin[0].excess > by_bin[-1].excess + 0.05 and by_bin[0].rsa > by_bin[-1].rsa + 0.1
+    assert result.reliability[0] > result.reliability[-1] + 0.2  # the rare bins' signature is noisier too

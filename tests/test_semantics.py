@@ -87,3 +87,19 @@ def test_class_cosines_separate_collapsed_classes():
         align.class_cosines(collapsed, torch.zeros(8, dtype=torch.long))
     with pytest.raises(ValueError):
         align.class_cosines(collapsed, classes[:5])
+
+
+def test_class_collapse_follows_the_hierarchy_groups_over_training():
+    task = hierarchy_task()
+    groups = align.hierarchy_class_groups(task)
+    keys, anchors1 = task.role_tokens("key"), task.role_tokens("anchor1")
+    assert list(groups) == ["keys (order-1 classes)", "first anchors (order-2 classes)"]
+    assert torch.equal(groups["keys (order-1 classes)"][1], keys)
+    assert len(groups["first anchors (order-2 classes)"][0][anchors1].unique()) == 3
+    run = align.class_collapse(task, groups, gammas=(1.0, 0.5), seeds=(0,), steps=20, d=8, hidden=16, record_every=10)
+    assert run.gammas == [1.0, 0.5] and run.steps.tolist() == [0, 10, 20] and run.start.shape == run.end.shape
+    for name, (classes, tokens) in groups.items():
+        within, between = run.cosines[name]
+        assert within.shape == between.shape == (2, 3)
+        assert torch.allclose(within[:, -1], align.class_cosines(run.end, classes, tokens=tokens)[0])
+    assert run.onsets.shape == (2, 3) and set(run.mean_onsets) == {1.0, 0.5}

@@ -5,6 +5,7 @@ works whatever module a figure lives in."""
 
 from ctxlab.plots.attention import attention_figure
 from ctxlab.plots.lm import NGRAM_COLORS, lm_figure, lm_panels, lm_regimes_figure
+from ctxlab.plots.pretrained import frequency_alignment_figure
 from ctxlab.plots.signatures import (
                                      METRIC_TITLES,
                                      chance_vs_vocab_figure,
@@ -31,6 +32,7 @@ from ctxlab.plots.structure import (
                                      embedding_split_figure,
                                      neighbour_overlap_figure,
                                      plateau_race_figure,
+                                     residual_increment_figure,
 )
 from ctxlab.plots.style import (
                                      ATTRIBUTE_MARKERS,
@@ -41,13 +43,14 @@ from ctxlab.plots.style import (
                                      seed_style,
                                      token_ticks,
 )
+from ctxlab.plots.theory import e1_agreement_figure, mode_growth_figure
 
 __all__ = [
     "ATTRIBUTE_MARKERS", "GAMMA_COLORS", "METRIC_TITLES", "NGRAM_COLORS", "ORDER_COLORS", "ROLE_COLORS",
     "SEED_COLORS", "SEED_STYLES", "alignment_panels", "anchor_embedding_figure", "attention_figure",
     "chance_vs_vocab_figure", "class_cosine_figure", "composition_curves_figure", "cosine_matrices",
-    "cosine_similarity", "embedding_pca_grid", "embedding_split_figure", "entropy_ladder_figure",
-    "label_levels", "lm_figure", "lm_panels", "lm_regimes_figure", "neighbour_overlap_figure",
-    "noise_sweep_figure", "permutation_histograms", "phase_map_figure", "plateau_race_figure", "rung_curves",
+    "cosine_similarity", "e1_agreement_figure", "embedding_pca_grid", "embedding_split_figure", "entropy_ladder_figure", "frequency_alignment_figure",
+    "label_levels", "lm_figure", "lm_panels", "lm_regimes_figure", "mode_growth_figure", "neighbour_overlap_figure",
+    "noise_sweep_figure", "permutation_histograms", "phase_map_figure", "plateau_race_figure", "residual_increment_figure", "rung_curves",
     "seed_style", "signature_heatmaps", "staircase_figure", "token_ticks",
 ]

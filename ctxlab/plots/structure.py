@@ -51,6 +51,32 @@ def embedding_split_figure(before, after, groups, titles=("before", "after"), na
     return fig
 
 
+def residual_increment_figure(result, rows, cols, names, model: int = 0) -> Figure:
+    """One model's residual table R_ij beside the data's ΔS²_ij, on the block ``rows`` × ``cols``
+    (token ids at positions i and j; one group of C columns per column token), on one colour scale."""
+    import torch
+
+    rows, cols = torch.as_tensor(rows), torch.as_tensor(cols)
+    C = result.increment.shape[-1]
+    i, j = result.positions
+    lim = float(result.increment[rows][:, cols].abs().max())
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.4), layout="constrained")
+    panels = ((result.residual[model], f"residual R{i + 1}{j + 1} of model {model}"),
+              (result.increment, f"ΔS²{i + 1}{j + 1} from the data"))
+    for ax, (table, title) in zip(axes, panels):
+        block = table[rows][:, cols].reshape(len(rows), -1)
+        im = ax.imshow(block.numpy(), cmap="RdBu_r", vmin=-lim, vmax=lim, aspect="auto", interpolation="nearest")
+        for x in range(C, block.shape[1], C):
+            ax.axvline(x - 0.5, color="white", lw=0.6)
+        ax.set_yticks(range(len(rows)), [names[t] for t in rows.tolist()], fontsize=7)
+        ax.set_xticks([C * c + (C - 1) / 2 for c in range(len(cols))], [names[t] for t in cols.tolist()], fontsize=7)
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel(f"token at position {j + 1} ({C} columns: y = 0 … {C - 1})")
+        ax.set_ylabel(f"token at position {i + 1}")
+    fig.colorbar(im, ax=axes.tolist(), fraction=0.03, label="probability difference")
+    return fig
+
+
 # --- lesson 13: semantic structure ---
 
 GAMMA_COLORS = ("#1f78b4", "#e31a1c", "#33a02c", "#6a3d9a")

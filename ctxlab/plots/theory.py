@@ -1,0 +1,56 @@
+"""Figures of the small-init theory held against measurement: E1's agreement (lesson 04), the modes' growth (lesson 05)."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import torch
+from matplotlib.figure import Figure
+
+
+def e1_agreement_figure(result) -> Figure:
+    """1 − cosine(E1, autograd) against γ, one line per width (mean ± sd over seeds, log scale), with
+    the predicted slope −2 log₁₀(L d²) drawn (dotted) through the mean of each width's fitted points."""
+    fig, ax = plt.subplots(figsize=(6.2, 4.0))
+    g = torch.tensor(result.gammas, dtype=torch.float64)
+    fit = g >= result.fit_from
+    gap = result.gap()
+    for j, d in enumerate(result.widths):
+        ax.errorbar(result.gammas, gap[j].mean(-1), yerr=gap[j].std(-1), marker="o", capsize=3, color=f"C{j}",
+                    label=f"d = {d}")
+        log_gap = gap[j].mean(-1).log10()
+        centre_g, centre = g[fit].mean(), log_gap[fit].mean()
+        ax.plot(result.gammas, 10 ** (centre + result.predicted_slope[j] * (g - centre_g)), color=f"C{j}", ls=":", lw=1)
+    ax.plot([], [], color="grey", ls=":", label="slope −2 log₁₀(L d²) per unit γ")
+    ax.set_yscale("log")
+    ax.set_xlabel("init exponent γ")
+    ax.set_ylabel(f"1 − cosine(E1, autograd)  (mean ± sd, {len(result.seeds)} seeds)")
+    ax.set_title("E1 becomes exact as init shrinks and width grows", fontsize=10)
+    ax.legend(fontsize=8, loc="lower left")
+    return fig
+
+
+def mode_growth_figure(result, gamma: float) -> Figure:
+    """The loss and the mode strengths |a_k(t)| (log scale) of the γ = ``gamma`` run, each mode's
+    fitted exponential drawn in grey over the stretch it was fitted on."""
+    if gamma not in result.gammas:
+        raise ValueError(f"gamma: choose one of the run's gammas {result.gammas}, got {gamma}")
+    k = result.gammas.index(gamma)
+    steps = result.steps
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    axes[0].plot(steps, result.loss[k], color="black")
+    axes[0].set_xlabel("GD step")
+    axes[0].set_ylabel("loss (nats)")
+    axes[0].set_title(f"LinearEmb, γ = {gamma:g}", fontsize=10)
+    for m, s in enumerate(result.singular_values):
+        axes[1].semilogy(steps, result.strengths[k, :, m].abs(), color=f"C{m}", label=f"mode {m + 1} (s = {float(s):.3f})")
+        lo, hi = result.windows[k, m].tolist()
+        if lo >= 0:
+            t = torch.arange(lo, hi + 1, dtype=torch.float64)
+            at_lo = result.strengths[k, int((steps == lo).nonzero()[0, 0]), m]
+            axes[1].semilogy(t, at_lo * torch.exp(result.measured_rate[k, m] * (t - lo)), color="black", lw=2.5, alpha=0.4)
+    axes[1].set_xlabel("GD step")
+    axes[1].set_ylabel("|a_k(t)|")
+    axes[1].set_title("mode strengths; grey: fitted exponentials", fontsize=10)
+    axes[1].legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    return fig
