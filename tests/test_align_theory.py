@@ -136,6 +136,6 @@ def test_rsa_ranks_ties_fairly(sig1):
     Q, _ = torch.linalg.qr(torch.randn(9, 9, generator=torch.Generator().manual_seed(5), dtype=torch.float64))
     copy = sig1.matrix.double() @ Q
     assert float(rsa(copy, sig1)) == pytest.approx(1.0, abs=1e-9)
-    from ctxlab.align import _ranks
+    from ctxlab.align.metrics import _ranks
 
     assert _ranks(torch.tensor([3.0, 1.0, 1.0, 2.0])).tolist() == [3.0, 0.5, 0.5, 2.0]
