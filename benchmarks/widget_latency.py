@@ -44,7 +44,7 @@ def main() -> None:
     import torch
 
     from ctxlab.widgets import signature_explorer, staircase_explorer
-    from ctxlab.widgets.staircase import staircase_sweep, sweep_settings
+    from ctxlab.widgets.staircase_sweep import staircase_sweep, sweep_settings
 
     if args.threads:
         torch.set_num_threads(args.threads)

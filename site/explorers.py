@@ -28,7 +28,7 @@ def _round(x: float) -> float:
 def staircase_data(refresh: bool = False) -> dict:
     """Loss, order shares and embedding PCA of the staircase explorer's quick sweep, as records."""
     from ctxlab.align import pca_2d
-    from ctxlab.widgets.staircase import staircase_sweep, sweep_settings
+    from ctxlab.widgets.staircase_sweep import staircase_sweep, sweep_settings
 
     settings = sweep_settings("gd", profile="quick")
     key = json.loads(json.dumps(asdict(settings)))

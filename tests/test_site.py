@@ -188,7 +188,7 @@ def test_the_staircase_explorer_data_is_the_quick_sweep():
     import sys
     from dataclasses import asdict
 
-    from ctxlab.widgets.staircase import sweep_settings
+    from ctxlab.widgets.staircase_sweep import sweep_settings
 
     data = json.loads((ROOT / "site" / "data" / "staircase.json").read_text())
     assert data["settings"] == json.loads(json.dumps(asdict(sweep_settings("gd", profile="quick"))))

@@ -91,7 +91,7 @@ def test_disk_cache_round_trip(tmp_path):
     settings = dataclasses.replace(TINY, steps=20, gammas=(1.0,), seeds=(0,))
     first = staircase_sweep(settings, cache_dir=tmp_path)
     assert len(list(tmp_path.glob("*.pt"))) == 1
-    from ctxlab.widgets.staircase import _SWEEPS
+    from ctxlab.widgets.staircase_sweep import _SWEEPS
 
     _SWEEPS.clear()
     loaded = staircase_sweep(settings, cache_dir=tmp_path)

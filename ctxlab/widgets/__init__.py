@@ -25,12 +25,11 @@ from ctxlab.widgets.signatures import (
     signature_explorer,
     signature_view,
 )
-from ctxlab.widgets.staircase import (
+from ctxlab.widgets.staircase import draw_staircase, staircase_explorer
+from ctxlab.widgets.staircase_sweep import (
     StaircaseSweep,
     SweepSettings,
     compute_sweep,
-    draw_staircase,
-    staircase_explorer,
     staircase_sweep,
     sweep_from_result,
     sweep_settings,
