@@ -26,7 +26,6 @@ from ctxlab.train import (
     Trajectory,
     per_model,
     recorded_steps,
-    blank_after_divergence,
     check_training_settings,
     descend,
     progress_bar,
@@ -192,6 +191,29 @@ def _average_gradients(params: list[Tensor], world: int) -> None:
             p.grad /= world
 
 
+def _check_lm_inputs(T: int, train_tokens: Tensor, eval_tokens: Tensor, steps, optimizer: str, weight_decay,
+                     batch_size, eval_windows, sample_tokens, precision: str, on_divergence: str,
+                     samples_without_prompt: bool) -> None:
+    """What :func:`train_lm` checks before it starts: the settings, and streams long enough for a window."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"unknown precision {precision!r}; choose one of {PRECISIONS}")
+    if optimizer not in OPTIMIZERS or optimizer == "gd":
+        raise ValueError(f"unknown optimizer {optimizer!r} for minibatch training; choose one of {OPTIMIZERS[1:]}")
+    check_training_settings(steps, 0.0, weight_decay, on_divergence)
+    for name, stream in (("train_tokens", train_tokens), ("eval_tokens", eval_tokens)):
+        if token_ids(stream, name).ndim != 1:
+            raise ValueError(f"{name} must be a 1-d token stream, got shape {tuple(stream.shape)}")
+    integer(batch_size, "batch_size", minimum=1)
+    integer(eval_windows, "eval_windows", minimum=1)
+    integer(sample_tokens, "sample_tokens", minimum=0)
+    if len(train_tokens) <= T + 1 or len(eval_tokens) <= T + 1:
+        raise ValueError(f"need more than {T + 1} tokens in both the training and the held-out stream")
+    if batch_size % _world()[1]:
+        raise ValueError(f"batch_size {batch_size} must be divisible by the number of processes ({_world()[1]})")
+    if samples_without_prompt:
+        raise ValueError("sample_at needs a prompt")
+
+
 def train_lm(
     model: TinyGPT,
     train_tokens: Tensor,
@@ -217,37 +239,19 @@ def train_lm(
 ) -> Trajectory:
     """Next-token training of every model in the ensemble on the same random batches.
 
-    Records the held-out loss on a fixed set of ``eval_windows`` windows, the embedding, and for
-    each yardstick ``kl_<name>`` = KL(model || n-gram) averaged over positions where every
-    yardstick has its full context.
+    Records the held-out loss on ``eval_windows`` fixed windows, the embedding, and per yardstick
+    ``kl_<name>`` = KL(model || n-gram), averaged where every yardstick has its full context. With a
+    ``prompt``, ``sample_tokens`` tokens are sampled from every model at the ``sample_at`` steps
+    (``extras["samples"]`` [K, len(sample_at), len(prompt) + sample_tokens]).
 
-    Under ``torchrun`` (torch.distributed initialised; gloo on CPU, NCCL on GPUs) every rank draws
-    the same global batch of ``batch_size`` windows, trains on its own slice of it and averages
-    gradients with the others, so N processes follow the same path as one.
-
-    With a ``prompt`` and ``sample_at`` steps, ``sample_tokens`` tokens are sampled from every
-    model at those steps: ``extras["samples"]`` [K, len(sample_at), len(prompt) + sample_tokens].
-
-    Divergence is handled as in :func:`ctxlab.train.train` (``on_divergence``); under torchrun a
-    model counts as diverged when its loss does on any process, so every process freezes the same ones.
-
-    ``precision`` (see :func:`numerics`): ``fp32`` (the default, what the lessons use), ``tf32`` or
-    ``bf16``; the weights and the optimizer stay in fp32 in every case.
+    Under ``torchrun`` (gloo on CPU, NCCL on GPUs) every rank draws the same global batch, trains on
+    its slice and averages gradients, so N processes follow the path of one; a model diverges (as in
+    :func:`ctxlab.train.train`) when its loss does on any process. ``precision`` (:func:`numerics`):
+    ``fp32`` (the lessons' default), ``tf32`` or ``bf16``; weights and optimizer stay fp32.
     """
     T = model.seq_len
-    if precision not in PRECISIONS:
-        raise ValueError(f"unknown precision {precision!r}; choose one of {PRECISIONS}")
-    if optimizer not in OPTIMIZERS or optimizer == "gd":
-        raise ValueError(f"unknown optimizer {optimizer!r} for minibatch training; choose one of {OPTIMIZERS[1:]}")
-    check_training_settings(steps, 0.0, weight_decay, on_divergence)
-    for name, stream in (("train_tokens", train_tokens), ("eval_tokens", eval_tokens)):
-        if token_ids(stream, name).ndim != 1:
-            raise ValueError(f"{name} must be a 1-d token stream, got shape {tuple(stream.shape)}")
-    integer(batch_size, "batch_size", minimum=1)
-    integer(eval_windows, "eval_windows", minimum=1)
-    integer(sample_tokens, "sample_tokens", minimum=0)
-    if len(train_tokens) <= T + 1 or len(eval_tokens) <= T + 1:
-        raise ValueError(f"need more than {T + 1} tokens in both the training and the held-out stream")
+    _check_lm_inputs(T, train_tokens, eval_tokens, steps, optimizer, weight_decay, batch_size, eval_windows,
+                     sample_tokens, precision, on_divergence, sample_at and prompt is None)
     dev = pick_device(device)
     model = model.to(dev)
     batches = torch.Generator().manual_seed(seed)
@@ -255,18 +259,14 @@ def train_lm(
     yardsticks = yardsticks or {}
     first = max([p.n - 2 for p in yardsticks.values()] + [0])
     rank, world = _world()
-    if batch_size % world:
-        raise ValueError(f"batch_size {batch_size} must be divisible by the number of processes ({world})")
     params = [p for p in model.parameters() if p.requires_grad]
     opt = Optimizer(optimizer, params, per_model(lr, model.n_models, "lr", dev), 0.0, weight_decay)
     watch = DivergenceWatch(model, opt, on_divergence)
     wanted = set(recorded_steps(steps, record_every, None))
     recorder = Recorder(len(wanted))
     samples = []
-    if sample_at and prompt is None:
-        raise ValueError("sample_at needs a prompt")
 
-    def forward(x: Tensor) -> Tensor:
+    def forward(x: Tensor) -> Tensor:  # bf16: autocast the forward pass only, the weights stay fp32
         with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=precision == "bf16"):
             return model(x).float()
 
@@ -293,20 +293,11 @@ def train_lm(
     with numerics(precision):
         descend(model, opt, steps, step_loss, observe, progress_bar(steps, "training GPT", progress),
                 after_backward=(lambda: _average_gradients(params, world)) if world > 1 else None)
-    recorded = sorted(wanted)
-    for name in ["loss", *(f"kl_{name}" for name in yardsticks)]:  # no honest value after a divergence
-        recorder.buffers[name] = blank_after_divergence(recorder.buffers[name], recorded, watch.diverged_at)
-    return Trajectory(
-        steps=torch.tensor(recorded),
-        loss=recorder.buffers.pop("loss"),
-        embeddings=recorder.buffers.pop("embedding"),
-        extras=recorder.buffers | ({"samples": torch.stack(samples, 1)} if samples else {}),
-        gammas=list(model.gammas),
-        seeds=list(model.seeds),
-        config={"optimizer": optimizer, "lr": lr, "steps": steps, "batch_size": batch_size, "context": T, "processes": world,
-                "sample_steps": [s for s in sorted(set(sample_at)) if s <= steps], "precision": precision},
-        diverged_at=watch.diverged_at,
-    )
+    config = {"optimizer": optimizer, "lr": lr, "steps": steps, "batch_size": batch_size, "context": T, "processes": world,
+              "sample_steps": [s for s in sorted(set(sample_at)) if s <= steps], "precision": precision}
+    return recorder.trajectory(sorted(wanted), model, watch.diverged_at, config,
+                               blank=["loss", *(f"kl_{name}" for name in yardsticks)],
+                               extras={"samples": torch.stack(samples, 1)} if samples else None)
 
 
 @torch.no_grad()

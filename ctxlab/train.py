@@ -96,6 +96,16 @@ class Recorder:
     def advance(self) -> None:
         self.index += 1
 
+    def trajectory(self, steps: list[int], model: Ensemble, diverged_at: Tensor, config: dict,
+                   blank: Sequence[str] = ("loss",), extras: dict[str, Tensor] | None = None) -> "Trajectory":
+        """What was recorded as a :class:`Trajectory`; the ``blank`` records read NaN after each model's
+        divergence (they have no honest value there)."""
+        for name in blank:
+            self.buffers[name] = blank_after_divergence(self.buffers[name], steps, diverged_at)
+        loss, embeddings = self.buffers.pop("loss"), self.buffers.pop("embedding")
+        return Trajectory(torch.tensor(steps), loss, embeddings, self.buffers | (extras or {}), list(model.gammas),
+                          list(model.seeds), config, diverged_at)
+
 
 def cross_entropy(logits: Tensor, data: Dataset) -> Tensor:
     """Weighted cross-entropy of each model [K]: sum_n w_n * CE(logits[k, n], y_n)."""
@@ -274,6 +284,25 @@ def descend(model: Ensemble, optimizer: Optimizer, steps: int, step_loss: Callab
             bar.update()
 
 
+def _check_fit(model: Ensemble, data: Dataset, steps, optimizer: str, momentum, weight_decay, batch_size,
+               on_divergence: str) -> None:
+    """What :func:`train` checks before it starts: the settings, and that the data fits the model."""
+    if optimizer not in OPTIMIZERS:
+        raise ValueError(f"unknown optimizer {optimizer!r}; choose one of {OPTIMIZERS}")
+    check_training_settings(steps, momentum, weight_decay, on_divergence)
+    if batch_size is not None:
+        integer(batch_size, "batch_size", minimum=1)
+    if data.vocab_size != model.vocab_size or data.seq_len != model.seq_len or data.n_labels != model.n_labels:
+        raise ValueError(
+            f"data (vocab {data.vocab_size}, length {data.seq_len}, labels {data.n_labels}) does not fit the "
+            f"model (vocab {model.vocab_size}, length {model.seq_len}, labels {model.n_labels})"
+        )
+    if optimizer == "sgd" and not batch_size:
+        raise ValueError("optimizer 'sgd' needs a batch_size")
+    if optimizer == "gd" and batch_size:
+        raise ValueError("optimizer 'gd' is full-batch; use 'sgd' (or 'momentum'/'adam') with a batch_size")
+
+
 def train(
     model: Ensemble,
     data: Dataset,
@@ -305,20 +334,7 @@ def train(
     freezes those models and notes the step in ``Trajectory.diverged_at`` (for sweeps that
     expect some runs to blow up).
     """
-    if optimizer not in OPTIMIZERS:
-        raise ValueError(f"unknown optimizer {optimizer!r}; choose one of {OPTIMIZERS}")
-    check_training_settings(steps, momentum, weight_decay, on_divergence)
-    if batch_size is not None:
-        integer(batch_size, "batch_size", minimum=1)
-    if data.vocab_size != model.vocab_size or data.seq_len != model.seq_len or data.n_labels != model.n_labels:
-        raise ValueError(
-            f"data (vocab {data.vocab_size}, length {data.seq_len}, labels {data.n_labels}) does not fit the "
-            f"model (vocab {model.vocab_size}, length {model.seq_len}, labels {model.n_labels})"
-        )
-    if optimizer == "sgd" and not batch_size:
-        raise ValueError("optimizer 'sgd' needs a batch_size")
-    if optimizer == "gd" and batch_size:
-        raise ValueError("optimizer 'gd' is full-batch; use 'sgd' (or 'momentum'/'adam') with a batch_size")
+    _check_fit(model, data, steps, optimizer, momentum, weight_decay, batch_size, on_divergence)
     dev = pick_device(device)
     model = model.to(dev)
     data = data.to(dev)
@@ -361,17 +377,9 @@ def train(
         recorder.advance()
 
     descend(model, opt, steps, step_loss, observe, progress_bar(steps, desc, progress))
-    return Trajectory(
-        steps=torch.tensor(wanted),
-        loss=blank_after_divergence(recorder.buffers.pop("loss"), wanted, watch.diverged_at),
-        embeddings=recorder.buffers.pop("embedding"),
-        extras=recorder.buffers,
-        gammas=list(model.gammas),
-        seeds=list(model.seeds),
-        config={"optimizer": optimizer, "lr": rates.cpu().tolist(), "steps": steps, "batch_size": batch_size,
-                "weight_decay": weight_decay, "momentum": momentum},
-        diverged_at=watch.diverged_at,
-    )
+    config = {"optimizer": optimizer, "lr": rates.cpu().tolist(), "steps": steps, "batch_size": batch_size,
+              "weight_decay": weight_decay, "momentum": momentum}
+    return recorder.trajectory(wanted, model, watch.diverged_at, config)
 
 
 def relative_gradient_rates(model: Ensemble, data: Dataset) -> dict[str, Tensor]:
