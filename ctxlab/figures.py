@@ -135,6 +135,15 @@ def _gpt(profile: str, device):
     return lm_figure(result), result.to_json()
 
 
+@register("15_learning_times_spectrum", "15_learning_times", "Token learning times by order, against the rung onsets")
+def _learning_times(profile: str, device):
+    from ctxlab.learning_times import learning_time_experiment
+    from ctxlab.plots import learning_time_figure
+
+    result = learning_time_experiment(profile=profile, device=device, progress=False)
+    return learning_time_figure(result.fit.tau, result.orders, result.fit.r2, result.onsets), result.to_json()
+
+
 # --- running them --------------------------------------------------------------------------------
 
 
