@@ -35,8 +35,8 @@ from ctxlab.train import train
 # %%
 task = hierarchy_task(block=8, n_values=2)
 data = task.population
-run = train(make_model("mlp", task, gamma=1.0, seed=0, d=16, hidden=64), data, 1500,
-            record_steps=log_spaced_steps(1500, 60), probes={"rows": token_loss_probe(data)}, progress=False)
+run = train(make_model("mlp", task, gamma=1.0, seed=0, d=16, hidden=64), data, 1200,
+            record_steps=log_spaced_steps(1200, 60), probes={"rows": token_loss_probe(data)}, progress=False)
 steps, curves = run.steps.double(), run.extras["rows"][0].T.double()  # [T], [512 sequences, T]
 print(f"{curves.shape[0]} sequences x {steps.numel()} recorded steps; final mean loss {float(run.loss[0, -1]):.3f}")
 
