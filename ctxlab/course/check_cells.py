@@ -911,4 +911,4 @@ CHECK_CELLS = {'01_signatures': {'source': 'exercises/src/01_signatures.py',
                                                   'sha256': '5427acd74481e3f768bd719f7e1d02bf826314642c4d477efb112e935c446d21',
                                                   'source': 'ctxlab.checks.check_15_reconstruction_r2(reconstruction_r2)'},
                                                  {'id': 'cell-16',
-                                                  'sha256': '9e95829be2f58e6de9d13ab52e8d7cc24bf6a91ebb9fc9bd9d2ee77a18f7e70f'}]}}}
+                                                  'sha256': 'c76610ca0b1ff54c2febb8e8786868424fe56075f564c5c8481fab87403240ca'}]}}}

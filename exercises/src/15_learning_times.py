@@ -167,7 +167,8 @@ def reconstruction_r2(mean_curve: torch.Tensor, fitted: torch.Tensor, weights: t
 ctxlab.checks.check_15_reconstruction_r2(reconstruction_r2)
 
 # %% tags=["solution"]
-from ctxlab.learning_times import fit_sigmoids  # noqa: E402  (the library's fit, all curves at once)
+# the library's fit, all curves at once
+from ctxlab.learning_times import fit_sigmoids
 
 fit = fit_sigmoids(steps, curves)
 print(f"sum of sigmoids vs the mean loss: R² {reconstruction_r2(run.loss[0].double(), fit.curves(steps), data.weights):.3f}")
