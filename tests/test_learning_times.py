@@ -107,3 +107,27 @@ def test_probe_rows_average_to_the_recorded_loss_and_reconstruction_is_exact_for
     assert float(rec.r2_curve[0]) == pytest.approx(1.0) and float(rec.r2_slope[0]) == pytest.approx(1.0)
     with pytest.raises(ValueError, match="weights"):
         reconstruction(STEPS, exact[None], fit, torch.ones(3))
+
+
+def test_the_three_figures_draw_from_small_inputs():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from ctxlab.learning_times import Reconstruction
+    from ctxlab.plots import learning_time_figure, reconstruction_figure, token_curves_figure
+
+    K, N = 2, 6
+    floor, drop = torch.rand(K, N, generator=torch.Generator().manual_seed(1), dtype=torch.float64), torch.full((K, N), 0.3)
+    tau, width = torch.linspace(20, 800, K * N).reshape(K, N), torch.full((K, N), 0.3)
+    curves = sigmoid_curve(STEPS, floor, drop, tau, width)
+    fit = fit_sigmoids(STEPS, curves, iterations=50)
+    groups = [torch.arange(N) < 3, torch.arange(N) >= 3]
+    fig = token_curves_figure(STEPS, curves, fit.curves(STEPS), groups, ["first", "second"], [1, 3], [[0.7, 0.5, 0.5, 0.2]] * 2)
+    assert sum(ax.get_visible() for ax in fig.axes) == 2
+    orders = torch.tensor([[1, 1, 1, 3, 3, 3]] * K)
+    assert len(learning_time_figure(fit.tau, orders, fit.r2, torch.tensor([[30, 200, 900]] * K)).axes) == 2
+    rec = reconstruction(STEPS, curves, fit, torch.full((N,), 1.0 / N))
+    assert isinstance(rec, Reconstruction) and len(reconstruction_figure(STEPS, rec).axes) == 2
+    plt.close("all")
