@@ -2,10 +2,15 @@
 
 import math
 
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
 import pytest
 import torch
 
 from ctxlab.learning_times import (
+    Reconstruction,
     fit_sigmoids,
     log_spaced_steps,
     order_losses,
@@ -16,6 +21,11 @@ from ctxlab.learning_times import (
     token_orders,
 )
 from ctxlab.models import make_model
+from ctxlab.plots import (
+    learning_time_figure,
+    reconstruction_figure,
+    token_curves_figure,
+)
 from ctxlab.signatures import conditional_entropy
 from ctxlab.tasks import hierarchy_task
 from ctxlab.train import cross_entropy, train
@@ -110,14 +120,6 @@ def test_probe_rows_average_to_the_recorded_loss_and_reconstruction_is_exact_for
 
 
 def test_the_three_figures_draw_from_small_inputs():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from ctxlab.learning_times import Reconstruction
-    from ctxlab.plots import learning_time_figure, reconstruction_figure, token_curves_figure
-
     K, N = 2, 6
     floor, drop = torch.rand(K, N, generator=torch.Generator().manual_seed(1), dtype=torch.float64), torch.full((K, N), 0.3)
     tau, width = torch.linspace(20, 800, K * N).reshape(K, N), torch.full((K, N), 0.3)
