@@ -236,6 +236,13 @@ def _collapse(profile: str, device):
     run = class_collapse(task, hierarchy_class_groups(task), seeds=range(5 if profile == "full" else 3), device=device)
     numbers = {k: getattr(run, k) for k in ("gammas", "seeds", "steps", "cosines", "onsets", "mean_onsets")}
     return class_cosine_figure(run.steps, run.cosines, run.gammas, run.mean_onsets), numbers
+@register("15_learning_times_spectrum", "15_learning_times", "Token learning times by order, against the rung onsets")
+def _learning_times(profile: str, device):
+    from ctxlab.learning_times import learning_time_experiment
+    from ctxlab.plots import learning_time_figure
+
+    result = learning_time_experiment(profile=profile, device=device, progress=False)
+    return learning_time_figure(result.fit.tau, result.orders, result.fit.r2, result.onsets), result.to_json()
 
 
 # --- running them --------------------------------------------------------------------------------

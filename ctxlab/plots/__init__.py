@@ -4,6 +4,7 @@ One module per topic; everything is re-exported here, so ``from ctxlab.plots imp
 works whatever module a figure lives in."""
 
 from ctxlab.plots.attention import attention_figure
+from ctxlab.plots.learning_times import learning_time_figure, reconstruction_figure, token_curves_figure
 from ctxlab.plots.lm import NGRAM_COLORS, lm_figure, lm_panels, lm_regimes_figure
 from ctxlab.plots.pretrained import frequency_alignment_figure
 from ctxlab.plots.signatures import (
@@ -49,8 +50,29 @@ __all__ = [
     "ATTRIBUTE_MARKERS", "GAMMA_COLORS", "METRIC_TITLES", "NGRAM_COLORS", "ORDER_COLORS", "ROLE_COLORS",
     "SEED_COLORS", "SEED_STYLES", "alignment_panels", "anchor_embedding_figure", "attention_figure",
     "chance_vs_vocab_figure", "class_cosine_figure", "composition_curves_figure", "cosine_matrices",
-    "cosine_similarity", "e1_agreement_figure", "embedding_pca_grid", "embedding_split_figure", "entropy_ladder_figure", "frequency_alignment_figure",
-    "label_levels", "lm_figure", "lm_panels", "lm_regimes_figure", "mode_growth_figure", "neighbour_overlap_figure",
-    "noise_sweep_figure", "permutation_histograms", "phase_map_figure", "plateau_race_figure", "residual_increment_figure", "rung_curves",
-    "seed_style", "signature_heatmaps", "staircase_figure", "token_ticks",
+    "cosine_similarity",
+    "e1_agreement_figure",
+    "embedding_pca_grid",
+    "embedding_split_figure",
+    "entropy_ladder_figure",
+    "frequency_alignment_figure",
+    "label_levels",
+    "learning_time_figure",
+    "lm_figure",
+    "lm_panels",
+    "lm_regimes_figure",
+    "mode_growth_figure",
+    "neighbour_overlap_figure",
+    "noise_sweep_figure",
+    "permutation_histograms",
+    "phase_map_figure",
+    "plateau_race_figure",
+    "reconstruction_figure",
+    "residual_increment_figure",
+    "rung_curves",
+    "seed_style",
+    "signature_heatmaps",
+    "staircase_figure",
+    "token_curves_figure",
+    "token_ticks",
 ]

@@ -1,0 +1,116 @@
+"""Figures of lesson 15: token loss curves with their sigmoids, the learning-time spectrum by order,
+and the mean loss rebuilt from the fitted sigmoids."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import torch
+from matplotlib.figure import Figure
+
+from ctxlab.plots.style import ORDER_COLORS, SEED_COLORS, seed_style
+
+
+def order_color(order: int) -> str:
+    """Order 0 grey, order k >= 1 the k-th order colour (as the levels of every staircase figure)."""
+    return "grey" if order == 0 else ORDER_COLORS[(order - 1) % len(ORDER_COLORS)]
+
+
+def order_levels(ax, levels) -> None:
+    """Dashed order-k losses, labelled at the right edge; equal levels share one label ("orders 1, 3")."""
+    groups: list[list[int]] = []
+    for k, value in sorted(enumerate(levels), key=lambda kv: kv[1]):
+        if groups and abs(levels[groups[-1][0]] - value) < 0.004:
+            groups[-1].append(k)
+        else:
+            groups.append([k])
+    for ks in groups:
+        value, color = levels[ks[0]], order_color(ks[0])
+        ax.axhline(value, ls="--", lw=0.9, color=color, zorder=0)
+        name = f"order {ks[0]}" if len(ks) == 1 else "orders " + ", ".join(map(str, ks))
+        ax.annotate(f"{name} = {value:.3f}", (1.0, value), xycoords=("axes fraction", "data"), xytext=(3, 0),
+                    textcoords="offset points", ha="left", va="center", fontsize=7, color=color)
+
+
+def token_curves_figure(steps, curves, fitted, groups: list, titles: list[str], orders: list[int], levels: list) -> Figure:
+    """One panel per kind of token: its curves (thin, one style per seed), the mean of their fitted
+    sigmoids (black) and the loss each order-k statistic gives it (dashed, labelled).
+
+    curves, fitted: [K, N, T]; groups: one boolean mask [N] per panel; orders: each group's order;
+    levels: each group's order-k losses (k = 0..L).
+    """
+    steps = torch.as_tensor(steps)
+    cols = 2
+    rows = (len(groups) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(10, 3.0 * rows), squeeze=False)
+    for ax, mask, title, order, lv in zip(axes.flat, groups, titles, orders, levels):
+        for k in range(curves.shape[0]):
+            ls = seed_style(k)
+            ax.plot(steps, curves[k, mask].T, color=order_color(order), alpha=0.08, lw=0.8, ls=ls)
+            ax.plot(steps, fitted[k, mask].mean(0), color="k", lw=1.2, ls=ls, label=f"mean sigmoid fit, seed {k}")
+        order_levels(ax, [float(v) for v in lv])
+        ax.set(xscale="log", xlabel="step", ylabel="loss of each sequence (nats)", title=f"{title}: order {order}")
+    for ax in axes.flat[len(groups):]:
+        ax.set_visible(False)
+    axes[0, 0].legend(fontsize=7, loc="lower left")
+    fig.tight_layout()
+    return fig
+
+
+def learning_time_figure(tau, orders, r2, onsets, min_r2: float = 0.9) -> Figure:
+    """Left: every fitted learning time, one row per seed and one lane per order, coloured by the
+    token's order (hollow: fit R² below ``min_r2``), with that seed's rung onsets as vertical ticks. Right: the pooled
+    histogram of log tau, stacked by order.
+
+    tau, r2: [K, N] (NaN for unmoved curves); orders: [K, N]; onsets: [K, n_rungs] steps.
+    """
+    tau, orders, r2, onsets = (torch.as_tensor(a) for a in (tau, orders, r2, onsets))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.2), gridspec_kw={"width_ratios": [1.4, 1]})
+    jitter = torch.Generator().manual_seed(0)
+    present = sorted(set(orders[~tau.isnan()].tolist()))
+    lanes = {order: (i - (len(present) - 1) / 2) * 0.6 / max(len(present), 1) for i, order in enumerate(present)}
+    for k in range(tau.shape[0]):
+        noise = 0.12 * (torch.rand(tau.shape[1], generator=jitter) - 0.5)
+        for order in present:
+            y = k + lanes[order] + noise  # one lane per order within the seed's row
+            for good in (True, False):
+                m = (orders[k] == order) & ~tau[k].isnan() & ((r2[k] >= min_r2) == good)
+                if bool(m.any()):
+                    c = order_color(order)
+                    left.scatter(tau[k, m], y[m], s=9, facecolors=c if good else "none", edgecolors=c, lw=0.7,
+                                 label=f"order {order}, R² {'≥' if good else '<'} {min_r2:g}" if k == 0 else None)
+        for j, step in enumerate(onsets[k].tolist()):
+            if step > 0:
+                left.plot([step, step], [k - 0.4, k + 0.4], color=order_color(j + 1), lw=2.2, alpha=0.6,
+                          label=f"rung {j + 1} onset" if k == 0 else None)
+    left.set(xscale="log", xlabel="learning time τ (step)", ylabel="seed", yticks=range(tau.shape[0]),
+             title="τ of every sequence, by its order")
+    left.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    logs = tau.log10()
+    valid = ~logs.isnan()
+    bins = torch.linspace(float(logs[valid].min()) - 0.05, float(logs[valid].max()) + 0.05, 30)
+    right.hist([logs[valid & (orders == o)].numpy() for o in present], bins=bins.numpy(), stacked=True,
+               color=[order_color(o) for o in present], label=[f"order {o}" for o in present])
+    right.set(xlabel="log10 τ", ylabel="sequences (all seeds)", title="learning-time spectrum")
+    right.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def reconstruction_figure(steps, rec) -> Figure:
+    """The mean loss and its speed of descent, - d loss / d log t, of each seed (solid) against the
+    weighted sum of the fitted sigmoids (dashed), with each seed's R² in the legend."""
+    steps = torch.as_tensor(steps)
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.2))
+    pairs = ((rec.mean, rec.fitted, rec.r2_curve, "mean loss (nats)"),
+             (-rec.slope, -rec.fitted_slope, rec.r2_slope, "− d loss / d ln t (nats)"))
+    for ax, (actual, fitted, r2, ylabel) in zip(axes, pairs):
+        for k in range(actual.shape[0]):
+            c = SEED_COLORS[k % len(SEED_COLORS)]
+            ax.plot(steps, actual[k], color=c, lw=1.4, label=f"seed {k}: measured")
+            ax.plot(steps, fitted[k], color=c, lw=1.2, ls="--", label=f"seed {k}: sum of sigmoids (R² {float(r2[k]):.2f})")
+        ax.set(xscale="log", xlabel="step", ylabel=ylabel)
+        ax.legend(fontsize=7)
+    axes[0].set_title("the loss")
+    axes[1].set_title("how fast it falls, per log-step")
+    fig.tight_layout()
+    return fig

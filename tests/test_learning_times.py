@@ -1,0 +1,135 @@
+"""Token-level learning times (lesson 15): the sigmoid fit, the per-sequence order, the reconstruction."""
+
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import pytest
+import torch
+
+from ctxlab.learning_times import (
+    Reconstruction,
+    fit_sigmoids,
+    log_spaced_steps,
+    order_losses,
+    r_squared,
+    reconstruction,
+    sigmoid_curve,
+    token_loss_probe,
+    token_orders,
+)
+from ctxlab.models import make_model
+from ctxlab.plots import (
+    learning_time_figure,
+    reconstruction_figure,
+    token_curves_figure,
+)
+from ctxlab.signatures import conditional_entropy
+from ctxlab.tasks import hierarchy_task
+from ctxlab.train import cross_entropy, train
+
+STEPS = torch.tensor(log_spaced_steps(2000, 80), dtype=torch.float64)
+
+
+def test_sigmoid_curve_runs_from_floor_plus_drop_to_floor():
+    curve = sigmoid_curve(STEPS, torch.tensor(0.3), torch.tensor(0.4), torch.tensor(100.0), torch.tensor(0.2))
+    assert curve[0] == pytest.approx(0.7, abs=1e-6) and curve[-1] == pytest.approx(0.3, abs=1e-6)
+    at_tau = sigmoid_curve(torch.tensor([100.0]), torch.tensor(0.3), torch.tensor(0.4), torch.tensor(100.0), torch.tensor(0.2))
+    assert float(at_tau) == pytest.approx(0.5)
+
+
+def test_fit_recovers_known_sigmoids_at_once():
+    floor = torch.tensor([0.1, 0.5, 0.2])
+    drop = torch.tensor([0.6, -0.2, 0.3])
+    tau = torch.tensor([30.0, 300.0, 900.0])
+    width = torch.tensor([0.3, 0.15, 0.5])
+    noise = 1e-3 * torch.randn(3, STEPS.numel(), generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    fit = fit_sigmoids(STEPS, sigmoid_curve(STEPS, floor, drop, tau, width) + noise, iterations=600)
+    assert torch.allclose(fit.tau.log(), tau.double().log(), atol=0.05)
+    assert torch.allclose(fit.width, width.double(), atol=0.03)
+    assert torch.allclose(fit.drop, drop.double(), atol=0.01)
+    assert torch.allclose(fit.floor, floor.double(), atol=0.01)
+    assert bool((fit.r2 > 0.99).all()) and bool(fit.moved.all())
+
+
+def test_flat_curves_are_flagged_not_fitted():
+    curves = torch.stack([sigmoid_curve(STEPS, torch.tensor(0.2), torch.tensor(0.5), torch.tensor(50.0), torch.tensor(0.2)),
+                          0.4 + 0.001 * torch.sin(STEPS)])
+    fit = fit_sigmoids(STEPS, curves)
+    assert fit.moved.tolist() == [True, False]
+    assert math.isnan(float(fit.tau[1])) and math.isnan(float(fit.r2[1]))
+    assert torch.allclose(fit.curves(STEPS)[1], curves[1].mean().expand(STEPS.numel()))
+
+
+def test_fit_validates_its_inputs():
+    with pytest.raises(ValueError, match="leave out step 0"):
+        fit_sigmoids(torch.arange(0.0, 10.0), torch.zeros(2, 10))
+    with pytest.raises(ValueError, match="values each"):
+        fit_sigmoids(STEPS, torch.zeros(2, 5))
+    with pytest.raises(ValueError, match="iterations"):
+        fit_sigmoids(STEPS, torch.zeros(2, STEPS.numel()), iterations=0)
+
+
+def test_r_squared_is_one_for_a_perfect_fit_and_nan_for_a_constant():
+    y = torch.linspace(0, 1, 10)
+    assert float(r_squared(y, y)) == pytest.approx(1.0)
+    assert float(r_squared(y, torch.full_like(y, float(y.mean())))) == pytest.approx(0.0)
+    assert math.isnan(float(r_squared(torch.ones(5), torch.ones(5))))
+
+
+def test_order_losses_average_to_the_entropy_ladder():
+    data = hierarchy_task(block=8, n_values=2).population
+    table = order_losses(data)
+    assert table.shape == (4, data.n)
+    for k in range(4):
+        assert float(table[k] @ data.weights.double()) == pytest.approx(conditional_entropy(data, tuple(range(k))), abs=1e-6)
+
+
+def test_token_orders_on_the_binary_hierarchy():
+    """Sequences whose anchors carry attribute 1 at x3 reach their full-context loss with x1 alone;
+    those with attribute 0 at x3 need all three tokens; none stop at order 2."""
+    task = hierarchy_task(block=8, n_values=2)
+    data = task.population
+    best = order_losses(data)[-1]
+    orders = token_orders(data, best)
+    a3 = task.info["attribute"][data.x[:, 2]]
+    assert bool((orders[a3 == 1] == 1).all()) and bool((orders[a3 == 0] == 3).all())
+    assert token_orders(data, torch.stack([best, best])).shape == (2, data.n)
+    with pytest.raises(ValueError, match="final_loss"):
+        token_orders(data, best[:10])
+
+
+def test_probe_rows_average_to_the_recorded_loss_and_reconstruction_is_exact_for_exact_sigmoids():
+    task = hierarchy_task(block=8, n_values=2)
+    data = task.population
+    model = make_model("mlp", task, gamma=[1.0, 1.0], seed=[0, 1], d=8, hidden=16)
+    run = train(model, data, 20, record_steps=[1, 5, 10, 20], probes={"rows": token_loss_probe(data)}, progress=False)
+    assert torch.allclose(run.extras["rows"] @ data.weights, run.loss, atol=1e-6)
+    with torch.no_grad():
+        assert torch.allclose(run.loss[:, -1], cross_entropy(model(data.x), data), atol=1e-6)
+
+    fit = fit_sigmoids(STEPS, sigmoid_curve(STEPS, torch.tensor([0.1, 0.3]), torch.tensor([0.5, 0.2]),
+                                             torch.tensor([20.0, 400.0]), torch.tensor([0.2, 0.4])))
+    exact = fit.curves(STEPS)
+    rec = reconstruction(STEPS, exact[None], fit, torch.tensor([0.25, 0.75]))
+    assert float(rec.r2_curve[0]) == pytest.approx(1.0) and float(rec.r2_slope[0]) == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="weights"):
+        reconstruction(STEPS, exact[None], fit, torch.ones(3))
+
+
+def test_the_three_figures_draw_from_small_inputs():
+    K, N = 2, 6
+    floor, drop = torch.rand(K, N, generator=torch.Generator().manual_seed(1), dtype=torch.float64), torch.full((K, N), 0.3)
+    tau, width = torch.linspace(20, 800, K * N).reshape(K, N), torch.full((K, N), 0.3)
+    curves = sigmoid_curve(STEPS, floor, drop, tau, width)
+    fit = fit_sigmoids(STEPS, curves, iterations=50)
+    groups = [torch.arange(N) < 3, torch.arange(N) >= 3]
+    fig = token_curves_figure(STEPS, curves, fit.curves(STEPS), groups, ["first", "second"], [1, 3], [[0.7, 0.5, 0.5, 0.2]] * 2)
+    assert sum(ax.get_visible() for ax in fig.axes) == 2
+    orders = torch.tensor([[1, 1, 1, 3, 3, 3]] * K)
+    assert len(learning_time_figure(fit.tau, orders, fit.r2, torch.tensor([[30, 200, 900]] * K)).axes) == 2
+    rec = reconstruction(STEPS, curves, fit, torch.full((N,), 1.0 / N))
+    assert isinstance(rec, Reconstruction) and len(reconstruction_figure(STEPS, rec).axes) == 2
+    plt.close("all")
