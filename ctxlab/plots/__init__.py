@@ -32,6 +32,7 @@ from ctxlab.plots.structure import (
                                      neighbour_overlap_figure,
                                      plateau_race_figure,
 )
+from ctxlab.plots.token_identity import bin_loss_figure, rung_step_figure, update_size_figure
 from ctxlab.plots.style import (
                                      ATTRIBUTE_MARKERS,
                                      ORDER_COLORS,
@@ -50,4 +51,5 @@ __all__ = [
     "label_levels", "lm_figure", "lm_panels", "lm_regimes_figure", "neighbour_overlap_figure",
     "noise_sweep_figure", "permutation_histograms", "phase_map_figure", "plateau_race_figure", "rung_curves",
     "seed_style", "signature_heatmaps", "staircase_figure", "token_ticks",
+    "bin_loss_figure", "rung_step_figure", "update_size_figure",
 ]
