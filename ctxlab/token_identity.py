@@ -24,11 +24,11 @@ import torch
 from torch import Tensor, nn
 
 from ctxlab.dataset import Dataset
-from ctxlab.models import ACTIVATIONS, Ensemble, _check_tokens, _first_layer, check_sizes
+from ctxlab.models import ACTIVATIONS, Ensemble, check_sizes, one_hot_embed
 from ctxlab.rungs import crossing_step
-from ctxlab.theory import plateau_levels
 from ctxlab.tasks import Task, hierarchy_task, with_token_frequencies, zipf
-from ctxlab.validate import finite, integer, number
+from ctxlab.theory import plateau_levels
+from ctxlab.validate import finite, integer, number, token_ids
 
 NEVER = math.inf  # the step at which a curve that never crosses its level crosses it
 
@@ -70,14 +70,19 @@ class ReinjectedMLP(Ensemble):
         return torch.softmax(self.router, dim=-1)
 
     def forward(self, x: Tensor) -> Tensor:
-        _check_tokens(x, self.vocab_size, self.seq_len)
+        x = token_ids(x, "tokens")
+        if x.ndim != 2 or x.shape[1] != self.seq_len:
+            raise ValueError(f"tokens must be [N, {self.seq_len}], got shape {tuple(x.shape)}")
+        if x.numel() and (int(x.min()) < 0 or int(x.max()) >= self.vocab_size):
+            raise ValueError(f"token ids must lie in [0, {self.vocab_size}), got range [{int(x.min())}, {int(x.max())}]")
         act = ACTIVATIONS[self.activation]
-        u1 = _first_layer(x, self.embedding, self.w1)  # [K, N, H]
+        h = one_hot_embed(x, self.embedding)  # [K, N, L, d]
+        u1 = h.reshape(h.shape[0], h.shape[1], -1) @ self.w1  # [K, N, H]
         if not self.n_tables:
             return act(act(u1) @ self.w2) @ self.w3
         mixed = torch.einsum("klt,ktvh->klvh", self.routing()[..., :-1], self.tables)  # each layer's table mix
-        bag = nn.functional.one_hot(x.long(), self.vocab_size).sum(-2).to(mixed.dtype)  # [(K,) N, V] token counts
-        inject = (bag[..., None, :, :] if bag.ndim == 3 else bag) @ mixed  # [K, 2, N, H]
+        bag = nn.functional.one_hot(x.long(), self.vocab_size).sum(-2).to(mixed.dtype)  # [N, V] token counts
+        inject = bag @ mixed  # [K, 2, N, H]
         h1 = act(u1 + inject[:, 0])
         return act(h1 @ self.w2 + inject[:, 1]) @ self.w3
 
@@ -87,11 +92,9 @@ def zipf_hierarchy(block: int = 8, exponent: float = 1.0) -> Task:
     ∝ 1/rank^exponent (key k_r has rank r + 1). Anchors stay uniform and every key keeps its label
     distribution, so the task's ladder H0 > H1 > H2 > H3 is unchanged, for the whole task and for
     the sequences of every single key."""
-    task = hierarchy_task(block=block, n_values=2)
-    keys = task.role_tokens("key")
-    if keys.tolist() != list(range(len(keys))):
-        raise ValueError("zipf_hierarchy expects the keys to be the first token ids")  # pragma: no cover
-    return with_token_frequencies(task, 0, zipf(len(keys), task.vocab_size, number(exponent, "exponent", positive=True)))
+    task = hierarchy_task(block=block, n_values=2)  # the keys are token ids 0 .. block - 1, zipf's first ids
+    probs = zipf(len(task.role_tokens("key")), task.vocab_size, number(exponent, "exponent", positive=True))
+    return with_token_frequencies(task, 0, probs)
 
 
 def key_frequency(task: Task) -> Tensor:

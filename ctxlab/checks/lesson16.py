@@ -9,7 +9,16 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from ctxlab.checks.core import Case, Diagnosis, all_close, as_float, number_close, reweighted, run_check, tensor_close
+from ctxlab.checks.core import (
+    Case,
+    Diagnosis,
+    all_close,
+    as_float,
+    number_close,
+    reweighted,
+    run_check,
+    tensor_close,
+)
 from ctxlab.dataset import Dataset
 from ctxlab.tasks import hierarchy_task, zipf
 from ctxlab.token_identity import bin_losses, loglog_slope, rung_steps, zipf_hierarchy
@@ -151,7 +160,7 @@ def check_16_rung_step(fn: Callable[[Tensor, Tensor, float], float]) -> None:
     """fn(steps [T], curve [T], level) -> first recorded step with curve < level, math.inf if never."""
 
     def index_not_step(g, e, c: Case) -> bool:
-        steps, curve, level = c.args
+        _, curve, level = c.args
         below = (curve < level).nonzero()
         return len(below) > 0 and as_float(g) == float(below[0, 0]) != e
 

@@ -7,6 +7,7 @@ import math
 import matplotlib.pyplot as plt
 import torch
 from matplotlib.figure import Figure
+from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
 
 from ctxlab.plots.style import SEED_COLORS, label_levels, seed_style
 
@@ -19,6 +20,14 @@ def _variant(n_tables: int) -> str:
 
 def _bin_colors(n_bins: int) -> list:
     return [plt.get_cmap("viridis")(0.05 + 0.8 * b / max(n_bins - 1, 1)) for b in range(n_bins)]
+
+
+def _frequency_axis(ax) -> None:
+    """A log frequency axis labelled at 1, 2 and 5 times powers of ten, as plain numbers."""
+    ax.set_xscale("log")
+    ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.xaxis.set_major_formatter(FormatStrFormatter("%g"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
 
 
 def update_size_figure(frequency, sizes: dict[str, torch.Tensor], slopes: dict[str, torch.Tensor]) -> Figure:
@@ -41,6 +50,7 @@ def update_size_figure(frequency, sizes: dict[str, torch.Tensor], slopes: dict[s
         s = torch.as_tensor(slopes[title])
         ax.set_title(f"{title}\nslope {float(s.mean()):.3f} (seeds {float(s.min()):.3f}–{float(s.max()):.3f})",
                      fontsize=8)
+        _frequency_axis(ax)
         ax.set_xlabel("key frequency π(s)")
     axes[0, 0].set_ylabel("update size after the first steps")
     axes[0, 0].legend(fontsize=7)
@@ -97,7 +107,7 @@ def rung_step_figure(run) -> Figure:
             mean = got.mean(0)
             ax.plot(share, torch.where(torch.isfinite(mean), mean, torch.tensor(math.nan, dtype=mean.dtype)), "-",
                     color=color, lw=1.2, label=_variant(n))
-        ax.set_xscale("log")
+        _frequency_axis(ax)
         ax.set_xlabel("mean key frequency of the bin")
         ax.set_title(f"reaches rung {k + 1} (below (H{k} + H{k + 1}) / 2)", fontsize=9)
         ax.set_ylim(0, top * 1.05)

@@ -22,7 +22,13 @@ import math
 import torch
 
 import ctxlab.checks
-from ctxlab.token_identity import ReinjectedMLP, bin_loss_probe, frequency_bins, key_frequency, zipf_hierarchy
+from ctxlab.token_identity import (
+    ReinjectedMLP,
+    bin_loss_probe,
+    frequency_bins,
+    key_frequency,
+    zipf_hierarchy,
+)
 from ctxlab.train import train
 
 # %% [markdown]
