@@ -218,7 +218,7 @@ class RareTokenRun:
 
 
 def rare_token_experiment(tables: Sequence[int] = (0, 1, 2), seeds: Sequence[int] = (0, 1, 2), gamma: float = 0.75,
-                          steps: int = 600, lr: float = 1.0, early_step: int = 10, n_bins: int = 4,
+                          steps: int = 500, lr: float = 1.0, early_step: int = 10, n_bins: int = 4,
                           block: int = 8, exponent: float = 1.5, record_every: int = 5, hidden: int = 64,
                           progress: bool | None = None, device=None) -> RareTokenRun:
     """Train a :class:`ReinjectedMLP` ensemble over ``seeds`` for each table count on the Zipf task

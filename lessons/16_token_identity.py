@@ -15,7 +15,7 @@
 # **Prerequisites.** Lesson 03 (rungs, γ), lesson 04 (E1 and its frequency law).
 #
 # **Run time.** About 20 s on one CPU core: three batched ensembles of three small models,
-# 600 full-batch steps each.
+# 500 full-batch steps each.
 #
 # ## The claim
 #
@@ -70,7 +70,7 @@ print("ladder H0..H3:", [round(h, 4) for h in task.plateau_levels()])
 # seed E, W₁, W₂, W₃ start from the same numbers whatever K is. So the three ensembles differ only
 # by the tables.
 #
-# `rare_token_experiment` trains K = 0, 1, 2, three seeds each, for 600 steps of full-batch GD
+# `rare_token_experiment` trains K = 0, 1, 2, three seeds each, for 500 steps of full-batch GD
 # (lr 1) on the exact population. It splits the 8 keys into 4 frequency bins (2 keys each, head
 # of the Zipf curve first) and records the loss of each bin's sequences every 5 steps.
 #
@@ -79,7 +79,7 @@ print("ladder H0..H3:", [round(h, 4) for h in task.plateau_levels()])
 # > with π(s)? Will rare tokens catch up with frequent ones?
 
 # %%
-run = rare_token_experiment(tables=(0, 1, 2), seeds=(0, 1, 2), gamma=0.75, steps=600, early_step=10,
+run = rare_token_experiment(tables=(0, 1, 2), seeds=(0, 1, 2), gamma=0.75, steps=500, early_step=10,
                             block=8, exponent=1.5, progress=False)
 freq = run.frequency
 print("bins (key ids):", [b.tolist() for b in run.bins], "| share of rows per bin:",
@@ -131,10 +131,9 @@ fig = plots.bin_loss_figure(run)
 
 # %% [markdown]
 # Every bin's loss comes down from ln 2 towards H₃, passing H₁ and H₂ on the way. At γ = 0.75 the
-# treads are short: only the head bin without a table pauses briefly near H₁. So we read the
-# curves by when they cross the midpoints between levels. The head bin (dark) comes down first
-# and the tail bin (light) last, in every panel and seed. With a table (middle, right) the first
-# drop comes several times sooner, and the bins fan out more widely in time.
+# treads are short, so we read the curves by when they cross the midpoints between levels. The
+# head bin (dark) comes down first and the tail bin (light) last, in every panel and seed. With a
+# table (middle, right) the first drop comes sooner, and the bins fan out more widely in time.
 
 # %%
 # NBVAL_CHECK_OUTPUT
