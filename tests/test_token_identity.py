@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from ctxlab.models import EmbMLP
+from ctxlab.plots import bin_loss_figure, rung_step_figure, update_size_figure
 from ctxlab.theory import embedding_velocity
 from ctxlab.token_identity import (
     NEVER,
@@ -157,3 +158,9 @@ def test_experiment_records_bins_updates_and_routing():
     assert reached.shape == (2, 4, 3) and bool(torch.isinf(reached[..., 2]).all())  # 20 steps: no rung 3 yet
     with pytest.raises(ValueError, match="n_tables=2"):
         run.rung_steps(2)
+    assert len(bin_loss_figure(run).axes) == 2
+    never = rung_step_figure(run).axes[2]  # rung 3 is never reached: every seed and bin an x on the top edge
+    assert sum(len(c.get_offsets()) for c in never.collections) == 2 * 2 * 4
+    sizes = {"E": run.runs[1]["key_updates"], "T": run.runs[1]["table_updates"]}
+    fig = update_size_figure(run.frequency, sizes, {k: loglog_slope(run.frequency, v) for k, v in sizes.items()})
+    assert [ax.get_title().splitlines()[0] for ax in fig.axes] == ["E", "T"]
