@@ -90,8 +90,8 @@ class ReinjectedMLP(Ensemble):
 def zipf_hierarchy(block: int = 8, exponent: float = 1.0) -> Task:
     """The headline binary hierarchy task (``hierarchy_task(block, n_values=2)``) with key frequencies
     ∝ 1/rank^exponent (key k_r has rank r + 1). Anchors stay uniform and every key keeps its label
-    distribution, so the task's ladder H0 > H1 > H2 > H3 is unchanged, for the whole task and for
-    the sequences of every single key."""
+    distribution, so H1 = H(Y | x1), H2 = H(Y | x1, x2) and H3 = H(Y | X) are unchanged, for the
+    whole task and for the sequences of every key; only H0 = H(Y) moves with the key mix."""
     task = hierarchy_task(block=block, n_values=2)  # the keys are token ids 0 .. block - 1, zipf's first ids
     probs = zipf(len(task.role_tokens("key")), task.vocab_size, number(exponent, "exponent", positive=True))
     return with_token_frequencies(task, 0, probs)

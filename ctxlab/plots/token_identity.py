@@ -62,7 +62,7 @@ def bin_loss_figure(run) -> Figure:
 
     Bins run from the head of the Zipf curve (dark) to its tail (light); seeds are told apart by
     line style; dashed lines: the task's ladder (H1..H3 hold for every bin; each bin's own H0 lies
-    between the task's H0 and ln 2)."""
+    within 0.02 of the task's H0, below ln 2)."""
     tables = sorted(run.runs)
     colors = _bin_colors(len(run.bins))
     fig, axes = plt.subplots(1, len(tables), figsize=(3.9 * len(tables) + 0.6, 3.5), layout="constrained",
