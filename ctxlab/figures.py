@@ -243,6 +243,16 @@ def _learning_times(profile: str, device):
 
     result = learning_time_experiment(profile=profile, device=device, progress=False)
     return learning_time_figure(result.fit.tau, result.orders, result.fit.r2, result.onsets), result.to_json()
+@register("16_token_identity_rare_tokens", "16_token_identity", "Re-injected token tables bring rung 1 forward, frequent keys most")
+def _rare_tokens(profile: str, device):
+    from ctxlab.plots import rung_step_figure
+    from ctxlab.token_identity import loglog_slope, rare_token_experiment
+
+    run = rare_token_experiment(seeds=(0, 1, 2) if profile == "quick" else (0, 1, 2, 3, 4), device=device, progress=False)
+    numbers = {"frequency": run.frequency, "bins": run.bins, "bin_levels": run.bin_levels,
+               "rung_steps": {n: run.rung_steps(n) for n in run.runs},
+               "embedding_slopes": {n: loglog_slope(run.frequency, out["key_updates"]) for n, out in run.runs.items()}}
+    return rung_step_figure(run), numbers
 
 
 # --- running them --------------------------------------------------------------------------------

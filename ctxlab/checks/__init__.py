@@ -44,6 +44,7 @@ from ctxlab.checks.lesson11 import check_11_finishing_order, check_11_signature_
 from ctxlab.checks.lesson12 import check_12_held_out_accuracy, check_12_line_up
 from ctxlab.checks.lesson13 import check_13_knn_overlap, check_13_signature_classes
 from ctxlab.checks.lesson15 import check_15_fit_sigmoid, check_15_reconstruction_r2, check_15_token_orders
+from ctxlab.checks.lesson16 import check_16_bin_loss, check_16_loglog_slope, check_16_rung_step
 
 __all__ = [
     "Case", "Diagnosis", "all_close", "as_float", "as_tensor", "integer_equal", "number_close", "reweighted", "run_check", "tensor_close",
@@ -63,4 +64,5 @@ __all__ = [
     "check_12_held_out_accuracy", "check_12_line_up",
     "check_13_knn_overlap", "check_13_signature_classes",
     "check_15_fit_sigmoid", "check_15_reconstruction_r2", "check_15_token_orders",
+    "check_16_bin_loss", "check_16_loglog_slope", "check_16_rung_step",
 ]

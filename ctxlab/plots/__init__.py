@@ -35,6 +35,7 @@ from ctxlab.plots.structure import (
                                      plateau_race_figure,
                                      residual_increment_figure,
 )
+from ctxlab.plots.token_identity import bin_loss_figure, rung_step_figure, update_size_figure
 from ctxlab.plots.style import (
                                      ATTRIBUTE_MARKERS,
                                      ORDER_COLORS,
@@ -50,6 +51,7 @@ __all__ = [
     "ATTRIBUTE_MARKERS", "GAMMA_COLORS", "METRIC_TITLES", "NGRAM_COLORS", "ORDER_COLORS", "ROLE_COLORS",
     "SEED_COLORS", "SEED_STYLES", "alignment_panels", "anchor_embedding_figure", "attention_figure",
     "chance_vs_vocab_figure", "class_cosine_figure", "composition_curves_figure", "cosine_matrices",
+    "bin_loss_figure",
     "cosine_similarity",
     "e1_agreement_figure",
     "embedding_pca_grid",
@@ -70,9 +72,11 @@ __all__ = [
     "reconstruction_figure",
     "residual_increment_figure",
     "rung_curves",
+    "rung_step_figure",
     "seed_style",
     "signature_heatmaps",
     "staircase_figure",
     "token_curves_figure",
     "token_ticks",
+    "update_size_figure",
 ]
