@@ -7,6 +7,7 @@ rise after leaving ln C and where it happens, the end minus H(Y | key, x_p), the
 while the loss is on H(Y | key), and the attention to the named position at the end.
 
     OMP_NUM_THREADS=1 PYTHONPATH=$PWD python benchmarks/attention_task.py --n-ctx 2 3 --lrs 0.2 0.35 0.5
+    OMP_NUM_THREADS=1 PYTHONPATH=$PWD python benchmarks/attention_task.py --n-ctx 2 --values 3 --lrs 0.12 --steps 14000
 """
 
 from __future__ import annotations
@@ -27,13 +28,14 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--n-ctx", type=int, nargs="+", default=[2, 3])
     p.add_argument("--mix", type=float, default=0.5, help="probability of the order-1 rule")
+    p.add_argument("--values", type=int, default=2, help="attribute values C (labels in Z_C)")
     p.add_argument("--lrs", type=float, nargs="+", default=[0.2, 0.35, 0.5])
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--steps", type=int, default=6000)
     p.add_argument("--gamma", type=float, default=1.0)
     args = p.parse_args()
     for n_ctx in args.n_ctx:
-        task = pointer_task(n_ctx=n_ctx, mix=(args.mix, 1 - args.mix))
+        task = pointer_task(n_ctx=n_ctx, n_values=args.values, mix=(args.mix, 1 - args.mix))
         levels, L = task.plateau_levels(), task.seq_len
         print(f"n_ctx {n_ctx}: levels {[round(h, 4) for h in levels]}, bag floor {task.info['bag_level']:.4f}")
         lrs = [lr for lr in args.lrs for _ in range(args.seeds)]
