@@ -191,6 +191,12 @@ def _average_gradients(params: list[Tensor], world: int) -> None:
             p.grad /= world
 
 
+def _forward(model: TinyGPT, x: Tensor, precision: str) -> Tensor:
+    """Logits in float32; under ``bf16`` the forward pass runs in bfloat16 autocast (weights stay fp32)."""
+    with torch.autocast(x.device.type, dtype=torch.bfloat16, enabled=precision == "bf16"):
+        return model(x).float()
+
+
 def _check_lm_inputs(T: int, train_tokens: Tensor, eval_tokens: Tensor, steps, optimizer: str, weight_decay,
                      batch_size, eval_windows, sample_tokens, precision: str, on_divergence: str,
                      samples_without_prompt: bool) -> None:
@@ -266,20 +272,16 @@ def train_lm(
     recorder = Recorder(len(wanted))
     samples = []
 
-    def forward(x: Tensor) -> Tensor:  # bf16: autocast the forward pass only, the weights stay fp32
-        with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=precision == "bf16"):
-            return model(x).float()
-
     def step_loss(step: int) -> Tensor:
         batch = random_windows(train_tokens, batch_size, T, batches)[rank::world].to(dev)
-        loss = next_token_loss(forward(batch[:, :-1]), batch[:, 1:])
+        loss = next_token_loss(_forward(model, batch[:, :-1], precision), batch[:, 1:])
         watch.check(step, _worst_over_ranks(loss.detach(), world))
         return loss
 
     def observe(step: int, _loss: Tensor | None) -> None:
         if step in wanted:
             with torch.no_grad():
-                logits = forward(held_out[:, :-1])
+                logits = _forward(model, held_out[:, :-1], precision)
                 recorder.put("loss", next_token_loss(logits, held_out[:, 1:]))
                 recorder.put("embedding", model.embedding)
                 for name, predictor in yardsticks.items():
