@@ -19,7 +19,6 @@ from ctxlab.plots.signatures import (
 )
 from ctxlab.plots.staircase import (
                                      ROLE_COLORS,
-                                     alignment_panels,
                                      embedding_pca_grid,
                                      phase_map_figure,
                                      rung_curves,
@@ -49,7 +48,7 @@ from ctxlab.plots.theory import e1_agreement_figure, mode_growth_figure
 
 __all__ = [
     "ATTRIBUTE_MARKERS", "GAMMA_COLORS", "METRIC_TITLES", "NGRAM_COLORS", "ORDER_COLORS", "ROLE_COLORS",
-    "SEED_COLORS", "SEED_STYLES", "alignment_panels", "anchor_embedding_figure", "attention_figure",
+    "SEED_COLORS", "SEED_STYLES", "anchor_embedding_figure", "attention_figure",
     "chance_vs_vocab_figure", "class_cosine_figure", "composition_curves_figure", "cosine_matrices",
     "bin_loss_figure",
     "cosine_similarity",

@@ -77,37 +77,6 @@ def rung_curves(steps, losses, levels, names, run_labels) -> Figure:
 
 # A role gets the colour of the order that first moves it: keys order 1, first anchors order 2, ...
 ROLE_COLORS = {"key": ORDER_COLORS[1], "anchor1": ORDER_COLORS[2], "anchor2": ORDER_COLORS[3]}
-def alignment_panels(steps, cka: dict, subspace, chance: float, norms: dict, onsets=None) -> Figure:
-    """Three views of one γ over training: CKA(ΔE, ΔSᵏ) per order, the subspace fraction in span(ΔS¹)
-    with its chance level, and the mean embedding norm per token role. Curves: [K, T] (one per seed);
-    ``onsets`` [K, L] draws the stair onsets as dotted verticals.
-    """
-    x = steps.numpy()
-    fig, axes = plt.subplots(1, 3, figsize=(13.5, 3.4), sharex=True)
-    for name, curves in cka.items():
-        order = int(name.split("-")[0][-1])
-        for j, curve in enumerate(curves):
-            axes[0].plot(x, curve.numpy(), color=ORDER_COLORS[order % len(ORDER_COLORS)], lw=1.1,
-                         label=f"order {order}" if j == 0 else None)
-    for curve in subspace:
-        axes[1].plot(x, curve.numpy(), color=ORDER_COLORS[1], lw=1.1)
-    axes[1].axhline(chance, color="grey", ls="--", label=f"chance = {chance:.3f}")
-    for role, curves in norms.items():
-        for j, curve in enumerate(curves):
-            axes[2].plot(x, curve.numpy(), color=ROLE_COLORS.get(role, "black"), lw=1.1, label=role if j == 0 else None)
-    titles = ("CKA(E − E₀, ΔSᵏ)", "share of ‖E − E₀‖² in span(ΔS¹)", "mean embedding norm per role")
-    for ax, title in zip(axes, titles):
-        ax.set_title(title, fontsize=10)
-        ax.set_xlabel("gradient-descent step")
-        if onsets is not None:
-            for step in onsets.flatten().tolist():
-                if step >= 0:
-                    ax.axvline(step, color="lightgrey", ls=":", lw=0.8, zorder=0)
-        ax.legend(fontsize=8)
-    axes[0].set_ylim(-0.02, 1.02)
-    axes[1].set_ylim(-0.02, 1.02)
-    fig.tight_layout()
-    return fig
 
 
 def embedding_pca_grid(coords, roles, attributes, row_titles, col_titles) -> Figure:
@@ -139,7 +108,6 @@ def embedding_pca_grid(coords, roles, attributes, row_titles, col_titles) -> Fig
     fig.legend(loc="center right", fontsize=7, frameon=False)
     fig.tight_layout(rect=(0, 0, 0.86, 1))
     return fig
-
 
 
 # --- lesson 08 ---
