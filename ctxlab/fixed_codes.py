@@ -9,8 +9,8 @@ without a table that moves:
   attributes line up with);
 * :func:`fixed_code_ensemble` trains learned tables and fixed codes side by side in one batched
   Emb-MLP (it reuses :func:`ctxlab.transplant.freeze_embedding`);
-* :func:`first_layer_tokens` is where the token's structure can go once E cannot move: each token's
-  row of its own position's first-layer table, E W1_l;
+* :func:`first_layer_rows` (:func:`first_layer_tokens` for a model) is where the token's structure
+  can go once E cannot move: each token's row of its own position's first-layer table, E W1_l;
 * :func:`code_reach` says how much of a signature a linear read of the codes can express at all;
 * :func:`fixed_codes_experiment` runs the lesson's comparison and reads it rung by rung.
 """
@@ -27,6 +27,7 @@ from torch import Tensor
 
 from ctxlab.align import order_shares, permutation_baseline, subspace_fraction
 from ctxlab.dataset import Dataset
+from ctxlab.experiments import HEADLINE_TASK
 from ctxlab.models import EmbMLP, make_model
 from ctxlab.rungs import Rungs, measure_runs
 from ctxlab.signatures import Signature, label_signature
@@ -98,20 +99,29 @@ def token_positions(data: Dataset) -> Tensor:
     return seen.float().argmax(1)
 
 
-def first_layer_tokens(model: EmbMLP, positions: Tensor) -> Tensor:
-    """Each token's first-layer representation [K, V, hidden]: its row of E W1_l at its own position l.
+def first_layer_rows(E: Tensor, w1: Tensor, positions: Tensor) -> Tensor:
+    """Each token's first-layer representation: its row of E W1_l at its own position l.
 
-    The concatenated input makes W1 one [d, hidden] block per position, so the first layer adds
-    (E W1_l)[x_l] for every position: with E fixed, this is where a token's structure can grow.
+    E [..., V, d], w1 [..., L*d, hidden] (the Emb-MLP's W1: one [d, hidden] block per position),
+    positions [V] -> [..., V, hidden]. The concatenated input makes the first layer add
+    (E W1_l)[x_l] over the positions, so with E fixed this is where a token's structure can grow.
     """
+    E, w1, positions = torch.as_tensor(E), torch.as_tensor(w1), torch.as_tensor(positions).long()
+    if E.ndim < 2 or w1.ndim != E.ndim or w1.shape[-2] % E.shape[-1]:
+        raise ValueError(f"need E [..., V, d] and w1 [..., L*d, hidden], got {tuple(E.shape)} and {tuple(w1.shape)}")
+    V, d = E.shape[-2:]
+    L = w1.shape[-2] // d
+    if positions.shape != (V,) or int(positions.min()) < 0 or int(positions.max()) >= L:
+        raise ValueError(f"positions must give one position in [0, {L}) for each of the {V} tokens")
+    blocks = w1.reshape(*w1.shape[:-2], L, d, w1.shape[-1])[..., positions.to(w1.device), :, :]  # [..., V, d, hidden]
+    return torch.einsum("...vd,...vdh->...vh", E, blocks)
+
+
+def first_layer_tokens(model: EmbMLP, positions: Tensor) -> Tensor:
+    """:func:`first_layer_rows` of every model of an Emb-MLP ensemble: [K, V, hidden]."""
     if not isinstance(model, EmbMLP):
         raise ValueError(f"first_layer_tokens reads an EmbMLP, got {type(model).__name__}")
-    positions = torch.as_tensor(positions).long()
-    if positions.shape != (model.vocab_size,) or int(positions.min()) < 0 or int(positions.max()) >= model.seq_len:
-        raise ValueError(f"positions must give one position in [0, {model.seq_len}) for each of the {model.vocab_size} tokens")
-    K, d = model.n_models, model.d
-    blocks = model.w1.reshape(K, model.seq_len, d, -1)[:, positions.to(model.w1.device)]  # [K, V, d, hidden]
-    return torch.einsum("kvd,kvdh->kvh", model.embedding, blocks)
+    return first_layer_rows(model.embedding, model.w1, positions)
 
 
 def code_reach(codes: Tensor, positions: Tensor, signature: Signature | Tensor) -> float:
@@ -176,8 +186,6 @@ def fixed_codes_experiment(gamma: float = 1.0, seeds: Sequence[int] = (0, 1, 2),
     The headline task and settings of :func:`ctxlab.experiments.staircase` (binary hierarchy task,
     GELU, plain full-batch GD), at one γ.
     """
-    from ctxlab.experiments import HEADLINE_TASK
-
     task = hierarchy_task(block=HEADLINE_TASK["block"], n_values=HEADLINE_TASK["n_values"], mix=HEADLINE_TASK["mix"])
     V = task.vocab_size
     tables = {"learned": None, "id codes": binary_codes(V, d),

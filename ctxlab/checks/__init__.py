@@ -43,6 +43,7 @@ from ctxlab.checks.lesson10 import check_10_bigram_signature, check_10_bin_align
 from ctxlab.checks.lesson11 import check_11_finishing_order, check_11_signature_table
 from ctxlab.checks.lesson12 import check_12_held_out_accuracy, check_12_line_up
 from ctxlab.checks.lesson13 import check_13_knn_overlap, check_13_signature_classes
+from ctxlab.checks.lesson14 import check_14_code_table, check_14_first_layer_rows, check_14_r2_in_span
 
 __all__ = [
     "Case", "Diagnosis", "all_close", "as_float", "as_tensor", "integer_equal", "number_close", "reweighted", "run_check", "tensor_close",
@@ -61,4 +62,5 @@ __all__ = [
     "check_11_finishing_order", "check_11_signature_table",
     "check_12_held_out_accuracy", "check_12_line_up",
     "check_13_knn_overlap", "check_13_signature_classes",
+    "check_14_code_table", "check_14_first_layer_rows", "check_14_r2_in_span",
 ]
