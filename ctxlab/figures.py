@@ -135,6 +135,15 @@ def _gpt(profile: str, device):
     return lm_figure(result), result.to_json()
 
 
+@register("14_fixed_codes", "14_fixed_codes", "Fixed binary codes instead of a learned table: the same rungs, no rests")
+def _fixed_codes(profile: str, device):
+    from ctxlab.fixed_codes import fixed_codes_experiment
+    from ctxlab.plots import fixed_codes_curves
+
+    result = fixed_codes_experiment(gamma=1.0, seeds=(0, 1, 2), device=device, progress=False)
+    return fixed_codes_curves(result), result.to_json()
+
+
 # --- running them --------------------------------------------------------------------------------
 
 

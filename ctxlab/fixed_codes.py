@@ -177,6 +177,17 @@ class FixedCodesResult:
         band = permutation_baseline("subspace", moved, S, n=n, seed=seed).quantile(0.95, dim=0)
         return subspace_fraction(moved, S), band
 
+    def to_json(self) -> dict:
+        """The numbers behind the lesson's figures, per model: rungs, end, R² in span(ΔS¹) and its shuffle level."""
+        r2, band = self.r2_with_band(1)
+        runs = [{"condition": name, "seed": seed, "dwell_steps": read.dwells(), "onset_steps": read.onsets(),
+                 "max_rise": round(read.rise, 6), "final_loss": round(read.final, 6), "ends_on": read.ends_on,
+                 "r2_order1": round(float(r2[k]), 6), "r2_order1_shuffle_95": round(float(band[k]), 6),
+                 "final_shares": [round(float(v), 6) for v in self.shares[k, -1]]}
+                for k, (name, seed, read) in enumerate(zip(self.names, self.trajectory.seeds, self.rungs))]
+        return {"levels": [round(h, 6) for h in self.levels], "chance": [round(c, 6) for c in self.chance],
+                "code_reach": {n: [round(v, 6) for v in r] for n, r in self.reach.items()},
+                "runs": runs, "seconds": round(self.seconds, 2)}
 
 def fixed_codes_experiment(gamma: float = 1.0, seeds: Sequence[int] = (0, 1, 2), steps: int = 1200, lr: float = 1.0,
                            d: int = 32, hidden: int = 128, record_every: int = 5, shuffle_seed: int = 0,

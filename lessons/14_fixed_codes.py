@@ -16,7 +16,7 @@
 # **Prerequisites.** Lesson 02 (subspace fraction, permutation baselines) and lesson 03 (the
 # staircase, the Emb-MLP, reading a curve rung by rung).
 #
-# **Run time.** About 20 s on one CPU core: one batched ensemble of 9 Emb-MLPs, 1200 full-batch steps.
+# **Run time.** About 25 s on one CPU core: one batched ensemble of 9 Emb-MLPs, 1200 full-batch steps.
 
 # %% [markdown]
 # ## The question

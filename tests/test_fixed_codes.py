@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 
@@ -103,6 +105,8 @@ def test_fixed_codes_experiment_reads_every_model():
     scores, band = result.r2_with_band(1, n=20)
     assert scores.shape == band.shape == (3,)
     assert result.models("id codes") == [1]
+    numbers = json.loads(json.dumps(result.to_json(), allow_nan=False))  # strict JSON
+    assert [r["condition"] for r in numbers["runs"]] == result.names and len(numbers["levels"]) == 4
     with pytest.raises(ValueError, match="order must lie"):
         result.r2_with_band(4)
     with pytest.raises(ValueError, match="unknown condition"):

@@ -901,4 +901,4 @@ CHECK_CELLS = {'01_signatures': {'source': 'exercises/src/01_signatures.py',
                                                'sha256': '9d10f25d50ac9dd875ba109405a530b7af8f7a417eefee0ce7ef9ed80f17a896',
                                                'source': 'ctxlab.checks.check_14_r2_in_span(r2_in_span)'},
                                               {'id': 'cell-13',
-                                               'sha256': '9af6ef720311172eaa65f64e9aeec2f4329cb29e696f17265637aead6ff5dd9b'}]}}}
+                                               'sha256': '6f699310744e04c70cc008b5dcfc08cffaa62d66e3e5207e84c3cea23b262389'}]}}}

@@ -41,17 +41,18 @@ def first_layer_shares(result) -> Figure:
     steps = result.trajectory.steps.numpy()
     for ax, (name, models) in zip(axes, groups.items()):
         for order in range(result.shares.shape[-1]):
-            color = ORDER_COLORS[(order + 1) % len(ORDER_COLORS)]
+            color = ORDER_COLORS[order % len(ORDER_COLORS)]  # the colour of the level H_{order+1} in the loss figure
             for j, k in enumerate(models):
                 ax.plot(steps[1:], result.shares[k, 1:, order].numpy(), ls=seed_style(j), lw=1.1, color=color,
                         label=f"order {order + 1}" if j == 0 else None)
-            ax.axhline(result.chance[order], color=color, ls=":", lw=0.9)
+            ax.axhline(result.chance[order], color=color, ls=":", lw=0.9,
+                       label=f"chance ({result.chance[order]:.3f})" if order == result.shares.shape[-1] - 1 else None)
         ax.set_xscale("log")
         ax.set_ylim(-0.02, 1.02)
         ax.set_title(f"{name}: share of ‖R − R₀‖² per order", fontsize=10)
         ax.set_xlabel("gradient-descent step (log)")
-    axes[0].set_ylabel("share (dotted: chance)")
-    axes[0].legend(loc="center right", fontsize=7)
+    axes[0].set_ylabel("share of ‖R − R₀‖²")
+    axes[-1].legend(loc="upper right", fontsize=7)  # in the lesson, the panel whose top stays empty
     fig.tight_layout()
     return fig
 

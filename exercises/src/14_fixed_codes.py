@@ -127,7 +127,7 @@ tables = {"id codes": code_table(task.vocab_size, 32),
           "shuffled codes": code_table(task.vocab_size, 32)[torch.randperm(24, generator=torch.Generator().manual_seed(0))]}
 model, names = fixed_code_ensemble(task, tables, seeds=[0])
 start = [first_layer_rows(model.embedding[k].detach(), model.w1[k].detach(), positions) for k in range(2)]
-run = train(model, task.population, 150, record_every=150, progress=False)
+run = train(model, task.population, 100, record_every=100, progress=False)
 order1 = label_signature(task.population, 1, "incremental").matrix
 for k, name in enumerate(names):
     moved = first_layer_rows(model.embedding[k].detach(), model.w1[k].detach(), positions) - start[k]
