@@ -120,7 +120,7 @@ def first_layer_rows(E: Tensor, w1: Tensor, positions: Tensor) -> Tensor:
 def first_layer_tokens(model: EmbMLP, positions: Tensor) -> Tensor:
     """:func:`first_layer_rows` of every model of an Emb-MLP ensemble: [K, V, hidden]."""
     if not isinstance(model, EmbMLP):
-        raise ValueError(f"first_layer_tokens reads an EmbMLP, got {type(model).__name__}")
+        raise TypeError(f"first_layer_tokens reads an EmbMLP, got {type(model).__name__}")
     return first_layer_rows(model.embedding, model.w1, positions)
 
 

@@ -37,9 +37,6 @@
 #   with the signatures, as E did?
 
 # %%
-import matplotlib.pyplot as plt
-import torch
-
 from ctxlab import plots
 from ctxlab.experiments import level_names
 from ctxlab.fixed_codes import (

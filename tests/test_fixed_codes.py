@@ -82,7 +82,7 @@ def test_token_positions_and_first_layer_reject_what_they_cannot_read():
     task = hierarchy_task(block=4, n_values=2)
     with pytest.raises(ValueError, match="positions must give"):
         first_layer_tokens(make_model("mlp", task, d=4, hidden=4), torch.zeros(5, dtype=torch.long))
-    with pytest.raises(ValueError, match="reads an EmbMLP"):
+    with pytest.raises(TypeError, match="reads an EmbMLP"):
         first_layer_tokens(make_model("linear", task, d=4), torch.zeros(12, dtype=torch.long))
 
 

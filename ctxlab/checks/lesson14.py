@@ -10,7 +10,14 @@ import torch
 from torch import Tensor
 
 from ctxlab.align import subspace_fraction
-from ctxlab.checks.core import Case, Diagnosis, all_close, number_close, run_check, tensor_close
+from ctxlab.checks.core import (
+    Case,
+    Diagnosis,
+    all_close,
+    number_close,
+    run_check,
+    tensor_close,
+)
 from ctxlab.fixed_codes import binary_codes, code_width, first_layer_rows
 
 # --- exercise: the code table --------------------------------------------------------------------

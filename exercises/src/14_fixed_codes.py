@@ -84,7 +84,7 @@ print("the attribute equals the lowest bit of every token id:", bool(((codes[:, 
 def first_layer_rows(E: torch.Tensor, W1: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
     """Row s: E[s] times the block of W1 that reads token s's position."""
     ### BEGIN SOLUTION
-    V, d = E.shape
+    d = E.shape[1]
     blocks = W1.reshape(W1.shape[0] // d, d, W1.shape[1])[positions]
     return torch.einsum("vd,vdh->vh", E, blocks)
     ### END SOLUTION
