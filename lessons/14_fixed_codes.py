@@ -16,7 +16,8 @@
 # **Prerequisites.** Lesson 02 (subspace fraction, permutation baselines) and lesson 03 (the
 # staircase, the Emb-MLP, reading a curve rung by rung).
 #
-# **Run time.** About 25 s on one CPU core: one batched ensemble of 9 Emb-MLPs, 1200 full-batch steps.
+# **Run time.** About 25 s on one CPU core: one batched ensemble of 9 Emb-MLPs for 1200 full-batch
+# steps, then 3 more for 300 steps.
 
 # %% [markdown]
 # ## The question
@@ -43,11 +44,14 @@ from ctxlab.fixed_codes import (
     binary_codes,
     code_reach,
     code_width,
+    fixed_code_ensemble,
     fixed_codes_experiment,
     token_positions,
 )
+from ctxlab.rungs import measure_runs
 from ctxlab.signatures import label_signature
 from ctxlab.tasks import hierarchy_task
+from ctxlab.train import train
 
 # %% [markdown]
 # ### The codes
@@ -174,6 +178,36 @@ print("shuffled codes end above H3, within 0.003-0.03 nats of it:",
 # are not small, so only two small factors are left, and the pull on W1 is proportional to the
 # codes (size √d per token) rather than to a tiny E. Lesson 05 showed what one factor fewer
 # means: with two small factors of scale ε a plateau lasts about ln(1/ε), with three about 1/ε.
+#
+# That reasoning makes a prediction we can test in a second: start the id-code models from a far
+# smaller init, γ = 2 (W1 starts about 3000 times smaller than at γ = 1, W2 about 130 times). With
+# three small factors that would stretch the rests enormously (lesson 03: the learned model's rest
+# at ln 2, about 130 steps at γ = 1 in the table above, lasts over a thousand steps at γ = 1.5).
+# With two, the rungs should come only a little later, still without a rest.
+
+# %%
+small_model, _ = fixed_code_ensemble(task, {"id codes": codes}, seeds=(0, 1, 2), gamma=2.0)
+small_run = train(small_model, task.population, 300, lr=1.0, record_every=5, progress=False)
+small_reads = measure_runs(small_run.steps, small_run.loss, result.levels)
+for k, read in enumerate(small_reads):
+    print(f"id codes, γ = 2, seed {k}: dwell {read.dwells()}, onsets {read.onsets()}, final {read.final:.4f}")
+early = result.trajectory.steps <= 300
+fig = plots.curves_by_label(small_run.steps, {"id codes, γ = 1": result.trajectory.loss[id_codes][:, early],
+                                              "id codes, γ = 2": small_run.loss}, result.levels,
+                            "seeds by line style")
+
+# %%
+# NBVAL_CHECK_OUTPUT
+print("γ = 2: no id-code seed rests >= 25 steps on H1 or on H2:",
+      all(max(r.rungs[1].dwell, r.rungs[2].dwell) < 25 for r in small_reads))
+print("γ = 2: every id-code seed reaches H3 within 4x its γ = 1 onset and ends on H3:",
+      all(0 < small_reads[j].onsets()[3] < 4 * result.rungs[k].onsets()[3] and small_reads[j].ends_on == 3
+          for j, k in enumerate(id_codes)))
+
+# %% [markdown]
+# Every weight of W1 and W2 starts hundreds to thousands of times smaller, and the id-code models
+# reach H3 only a little later (the onsets above), with no rest on H1 or H2: what a product of two
+# small factors predicts, not three.
 
 # %% [markdown]
 # ## Where the structure goes
@@ -181,7 +215,8 @@ print("shuffled codes end above H3, within 0.003-0.03 nats of it:",
 # With E fixed, we look at R(t) − R(0), what training added to the first-layer representation
 # (R[s] = code(s) W1_l at token s's own position l), with the tools lesson 03 used on E − E₀: the
 # share of its ‖·‖² in the directions that each order's signature ΔSᵏ adds to the lower ones, with
-# each share's chance level (dotted). For the learned table, R = E W1_l moves with both E and W1.
+# the chance level (dotted; on this task it is the same for every order). For the learned table,
+# R = E W1_l moves with both E and W1.
 
 # %%
 fig = plots.first_layer_shares(result)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 
+import matplotlib.pyplot as plt
 import pytest
 import torch
 
+from ctxlab import plots
 from ctxlab.fixed_codes import (
     binary_codes,
     code_reach,
@@ -107,6 +109,11 @@ def test_fixed_codes_experiment_reads_every_model():
     assert result.models("id codes") == [1]
     numbers = json.loads(json.dumps(result.to_json(), allow_nan=False))  # strict JSON
     assert [r["condition"] for r in numbers["runs"]] == result.names and len(numbers["levels"]) == 4
+    figures = [plots.fixed_codes_curves(result), plots.first_layer_shares(result),
+               plots.r2_band_figure(result.names, scores, band),
+               plots.curves_by_label(result.trajectory.steps, {"a": result.trajectory.loss[:2]}, result.levels)]
+    assert [len(f.axes) for f in figures] == [3, 3, 1, 1]
+    plt.close("all")
     with pytest.raises(ValueError, match="order must lie"):
         result.r2_with_band(4)
     with pytest.raises(ValueError, match="unknown condition"):

@@ -4,7 +4,7 @@ One module per topic; everything is re-exported here, so ``from ctxlab.plots imp
 works whatever module a figure lives in."""
 
 from ctxlab.plots.attention import attention_figure
-from ctxlab.plots.fixed_codes import first_layer_shares, fixed_codes_curves, r2_band_figure
+from ctxlab.plots.fixed_codes import curves_by_label, first_layer_shares, fixed_codes_curves, r2_band_figure
 from ctxlab.plots.lm import NGRAM_COLORS, lm_figure, lm_panels, lm_regimes_figure
 from ctxlab.plots.signatures import (
                                      METRIC_TITLES,
@@ -47,7 +47,7 @@ __all__ = [
     "ATTRIBUTE_MARKERS", "GAMMA_COLORS", "METRIC_TITLES", "NGRAM_COLORS", "ORDER_COLORS", "ROLE_COLORS",
     "SEED_COLORS", "SEED_STYLES", "alignment_panels", "anchor_embedding_figure", "attention_figure",
     "chance_vs_vocab_figure", "class_cosine_figure", "composition_curves_figure", "cosine_matrices",
-    "cosine_similarity", "embedding_pca_grid", "embedding_split_figure", "entropy_ladder_figure", "first_layer_shares", "fixed_codes_curves",
+    "cosine_similarity", "curves_by_label", "embedding_pca_grid", "embedding_split_figure", "entropy_ladder_figure", "first_layer_shares", "fixed_codes_curves",
     "label_levels", "lm_figure", "lm_panels", "lm_regimes_figure", "neighbour_overlap_figure",
     "noise_sweep_figure", "permutation_histograms", "phase_map_figure", "plateau_race_figure", "r2_band_figure", "rung_curves",
     "seed_style", "signature_heatmaps", "staircase_figure", "token_ticks",

@@ -8,6 +8,7 @@ from matplotlib.figure import Figure
 from ctxlab.plots.style import ORDER_COLORS, SEED_COLORS, label_levels, seed_style
 
 CONDITION_COLORS = {"learned": SEED_COLORS[0], "id codes": SEED_COLORS[1], "shuffled codes": SEED_COLORS[2]}
+LABEL_COLORS = (SEED_COLORS[1], "#b15928", "#6a3d9a")  # id codes' blue first, then colours no level line uses
 
 
 def _groups(names) -> dict[str, list[int]]:
@@ -72,5 +73,24 @@ def r2_band_figure(names, scores, bands, order: int = 1) -> Figure:
     ax.set_ylabel(f"R² of R − R₀ in span(ΔS{order})".replace("S1", "S¹").replace("S2", "S²").replace("S3", "S³"))
     ax.set_ylim(0, max(1e-3, float(scores.max()), float(bands.max())) * 1.15)
     ax.legend(loc="upper right", fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def curves_by_label(steps, curves: dict, levels, title: str = "") -> Figure:
+    """Loss curves grouped by label (one colour per label, one line style per seed: ``curves[label]``
+    is [seeds, T] over ``steps``), against the labelled levels, on a log step axis."""
+    fig, ax = plt.subplots(figsize=(6.4, 3.4))
+    x = steps.numpy() if hasattr(steps, "numpy") else steps
+    for i, (label, group) in enumerate(curves.items()):
+        for j, curve in enumerate(group):
+            ax.plot(x[1:], curve[1:].numpy(), ls=seed_style(j), lw=1.2, color=LABEL_COLORS[i % len(LABEL_COLORS)],
+                    label=label if j == 0 else None)
+    label_levels(ax, levels)
+    ax.set_xscale("log")
+    ax.set_xlabel("gradient-descent step (log)")
+    ax.set_ylabel("loss (nats)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(loc="lower left", fontsize=7)
     fig.tight_layout()
     return fig
