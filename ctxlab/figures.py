@@ -253,6 +253,13 @@ def _rare_tokens(profile: str, device):
                "rung_steps": {n: run.rung_steps(n) for n in run.runs},
                "embedding_slopes": {n: loglog_slope(run.frequency, out["key_updates"]) for n, out in run.runs.items()}}
     return rung_step_figure(run), numbers
+@register("14_fixed_codes", "14_fixed_codes", "Fixed binary codes instead of a learned table: the same rungs, no rests")
+def _fixed_codes(profile: str, device):
+    from ctxlab.fixed_codes import fixed_codes_experiment
+    from ctxlab.plots import fixed_codes_curves
+
+    result = fixed_codes_experiment(gamma=1.0, seeds=(0, 1, 2), device=device, progress=False)
+    return fixed_codes_curves(result), result.to_json()
 
 
 # --- running them --------------------------------------------------------------------------------

@@ -45,6 +45,7 @@ from ctxlab.checks.lesson12 import check_12_held_out_accuracy, check_12_line_up
 from ctxlab.checks.lesson13 import check_13_knn_overlap, check_13_signature_classes
 from ctxlab.checks.lesson15 import check_15_fit_sigmoid, check_15_reconstruction_r2, check_15_token_orders
 from ctxlab.checks.lesson16 import check_16_bin_loss, check_16_loglog_slope, check_16_rung_step
+from ctxlab.checks.lesson14 import check_14_code_table, check_14_first_layer_rows, check_14_r2_in_span
 
 __all__ = [
     "Case", "Diagnosis", "all_close", "as_float", "as_tensor", "integer_equal", "number_close", "reweighted", "run_check", "tensor_close",
@@ -65,4 +66,5 @@ __all__ = [
     "check_13_knn_overlap", "check_13_signature_classes",
     "check_15_fit_sigmoid", "check_15_reconstruction_r2", "check_15_token_orders",
     "check_16_bin_loss", "check_16_loglog_slope", "check_16_rung_step",
+    "check_14_code_table", "check_14_first_layer_rows", "check_14_r2_in_span",
 ]

@@ -5,6 +5,7 @@ works whatever module a figure lives in."""
 
 from ctxlab.plots.attention import attention_figure
 from ctxlab.plots.learning_times import learning_time_figure, reconstruction_figure, token_curves_figure
+from ctxlab.plots.fixed_codes import curves_by_label, first_layer_shares, fixed_codes_curves, r2_band_figure
 from ctxlab.plots.lm import NGRAM_COLORS, lm_figure, lm_panels, lm_regimes_figure
 from ctxlab.plots.pretrained import frequency_alignment_figure
 from ctxlab.plots.signatures import (
@@ -52,10 +53,13 @@ __all__ = [
     "chance_vs_vocab_figure", "class_cosine_figure", "composition_curves_figure", "cosine_matrices",
     "bin_loss_figure",
     "cosine_similarity",
+    "curves_by_label",
     "e1_agreement_figure",
     "embedding_pca_grid",
     "embedding_split_figure",
     "entropy_ladder_figure",
+    "first_layer_shares",
+    "fixed_codes_curves",
     "frequency_alignment_figure",
     "label_levels",
     "learning_time_figure",
@@ -68,6 +72,7 @@ __all__ = [
     "permutation_histograms",
     "phase_map_figure",
     "plateau_race_figure",
+    "r2_band_figure",
     "reconstruction_figure",
     "residual_increment_figure",
     "rung_curves",

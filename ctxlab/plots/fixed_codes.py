@@ -1,0 +1,96 @@
+"""Lesson 14: a learned input table against fixed binary codes, rung by rung and order by order."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+
+from ctxlab.plots.style import ORDER_COLORS, SEED_COLORS, label_levels, seed_style
+
+CONDITION_COLORS = {"learned": SEED_COLORS[0], "id codes": SEED_COLORS[1], "shuffled codes": SEED_COLORS[2]}
+LABEL_COLORS = (SEED_COLORS[1], "#b15928", "#6a3d9a")  # id codes' blue first, then colours no level line uses
+
+
+def _groups(names) -> dict[str, list[int]]:
+    return {name: [k for k, n in enumerate(names) if n == name] for name in dict.fromkeys(names)}
+
+
+def fixed_codes_curves(result) -> Figure:
+    """One panel per condition: every seed's loss curve (log step axis) against the labelled levels."""
+    groups = _groups(result.names)
+    fig, axes = plt.subplots(1, len(groups), figsize=(4.6 * len(groups), 3.4), sharey=True)
+    steps = result.trajectory.steps.numpy()
+    for ax, (name, models) in zip(axes, groups.items()):
+        for j, k in enumerate(models):
+            ax.plot(steps[1:], result.trajectory.loss[k, 1:].numpy(), ls=seed_style(j), lw=1.2,
+                    color=CONDITION_COLORS.get(name, "black"), label=f"seed {result.trajectory.seeds[k]}")
+        label_levels(ax, result.levels)
+        ax.set_xscale("log")
+        ax.set_title(name, fontsize=10)
+        ax.set_xlabel("gradient-descent step (log)")
+        ax.legend(loc="lower left", fontsize=7)
+    axes[0].set_ylabel("loss (nats)")
+    fig.tight_layout()
+    return fig
+
+
+def first_layer_shares(result) -> Figure:
+    """One panel per condition: the share of ||R - R0||² (first-layer token representation) in the
+    directions each order adds, every seed, with each order's chance level dotted."""
+    groups = _groups(result.names)
+    fig, axes = plt.subplots(1, len(groups), figsize=(4.6 * len(groups), 3.2), sharey=True)
+    steps = result.trajectory.steps.numpy()
+    for ax, (name, models) in zip(axes, groups.items()):
+        for order in range(result.shares.shape[-1]):
+            color = ORDER_COLORS[order % len(ORDER_COLORS)]  # the colour of the level H_{order+1} in the loss figure
+            for j, k in enumerate(models):
+                ax.plot(steps[1:], result.shares[k, 1:, order].numpy(), ls=seed_style(j), lw=1.1, color=color,
+                        label=f"order {order + 1}" if j == 0 else None)
+            ax.axhline(result.chance[order], color=color, ls=":", lw=0.9,
+                       label=f"chance ({result.chance[order]:.3f})" if order == result.shares.shape[-1] - 1 else None)
+        ax.set_xscale("log")
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_title(f"{name}: share of ‖R − R₀‖² per order", fontsize=10)
+        ax.set_xlabel("gradient-descent step (log)")
+    axes[0].set_ylabel("share of ‖R − R₀‖²")
+    axes[-1].legend(loc="upper right", fontsize=7)  # in the lesson, the panel whose top stays empty
+    fig.tight_layout()
+    return fig
+
+
+def r2_band_figure(names, scores, bands, order: int = 1) -> Figure:
+    """R² of R - R0 in span(ΔS^order) per model (dots), next to its 95 % permutation level (bars)."""
+    groups = _groups(names)
+    fig, ax = plt.subplots(figsize=(5.4, 3.2))
+    for i, (name, models) in enumerate(groups.items()):
+        color = CONDITION_COLORS.get(name, "black")
+        for j, k in enumerate(models):
+            x = i + 0.12 * (j - (len(models) - 1) / 2)
+            ax.plot([x - 0.05, x + 0.05], [float(bands[k])] * 2, color="grey", lw=2.5,
+                    label="95 % of shuffled signatures" if i == j == 0 else None)
+            ax.plot(x, float(scores[k]), "o", color=color, ms=6)
+    ax.set_xticks(range(len(groups)), list(groups))
+    ax.set_ylabel(f"R² of R − R₀ in span(ΔS{order})".replace("S1", "S¹").replace("S2", "S²").replace("S3", "S³"))
+    ax.set_ylim(0, max(1e-3, float(scores.max()), float(bands.max())) * 1.15)
+    ax.legend(loc="upper right", fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def curves_by_label(steps, curves: dict, levels, title: str = "") -> Figure:
+    """Loss curves grouped by label (one colour per label, one line style per seed: ``curves[label]``
+    is [seeds, T] over ``steps``), against the labelled levels, on a log step axis."""
+    fig, ax = plt.subplots(figsize=(6.4, 3.4))
+    x = steps.numpy() if hasattr(steps, "numpy") else steps
+    for i, (label, group) in enumerate(curves.items()):
+        for j, curve in enumerate(group):
+            ax.plot(x[1:], curve[1:].numpy(), ls=seed_style(j), lw=1.2, color=LABEL_COLORS[i % len(LABEL_COLORS)],
+                    label=label if j == 0 else None)
+    label_levels(ax, levels)
+    ax.set_xscale("log")
+    ax.set_xlabel("gradient-descent step (log)")
+    ax.set_ylabel("loss (nats)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(loc="lower left", fontsize=7)
+    fig.tight_layout()
+    return fig

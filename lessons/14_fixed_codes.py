@@ -1,0 +1,318 @@
+# %% [markdown]
+# # Lesson 14 — No trainable input embedding: fixed binary codes
+#
+# **Paper.** A. Bochkov, *Language models without a trainable input embedding table*,
+# arXiv 2605.09751 (2026).
+#
+# **Learning goals.** After this lesson you can
+# 1. build the fixed ⌈log₂V⌉-bit code table that replaces the embedding table, and say what small
+#    initialization means when the table cannot move;
+# 2. read the loss curves of learned tables and fixed codes rung by rung (rests, onsets) and say
+#    which part of the staircase survives the swap;
+# 3. find where a token's structure goes when E is fixed: the first layer's token representation
+#    E W1_l, scored against the signatures and against shuffled signatures;
+# 4. tell a code that hands the task's attribute to the first layer from one that does not.
+#
+# **Prerequisites.** Lesson 02 (subspace fraction, permutation baselines) and lesson 03 (the
+# staircase, the Emb-MLP, reading a curve rung by rung).
+#
+# **Run time.** About 25 s on one CPU core: one batched ensemble of 9 Emb-MLPs for 1200 full-batch
+# steps, then 3 more for 300 steps.
+
+# %% [markdown]
+# ## The question
+#
+# Bochkov replaces the input embedding table of a 32-layer decoder by **fixed binary codes**: token
+# id s is written in K = ⌈log₂V⌉ bits (V = 65,536 gives K = 16), the bits are tiled to the model
+# width, and nothing at the input is trained. Trained on about 17B tokens, the model matches a
+# learned-table baseline (validation perplexity 2.36 against 2.44, within the seed spread of 4.8 %).
+#
+# The staircase story of lessons 03–06 is told through the embedding table: on each rung, E holds
+# the structure of one more order of context. So if E cannot move, two things may change:
+#
+# * **the loss**: does it still come down the same rungs, at the same times?
+# * **the structure**: with E fixed, the first thing that can learn about a token is the first
+#   layer. In the Emb-MLP the hidden layer reads concat(E[x₁], E[x₂], E[x₃]) W1, which is the sum of
+#   one row per position, (E W1_l)[x_l], with W1_l the block of W1 that reads position l. We call
+#   the row of token s at its own position its **first-layer representation** R[s]. Does R line up
+#   with the signatures, as E did?
+
+# %%
+from ctxlab import plots
+from ctxlab.experiments import level_names
+from ctxlab.fixed_codes import (
+    binary_codes,
+    code_reach,
+    code_width,
+    fixed_code_ensemble,
+    fixed_codes_experiment,
+    token_positions,
+)
+from ctxlab.rungs import measure_runs
+from ctxlab.signatures import label_signature
+from ctxlab.tasks import hierarchy_task
+from ctxlab.train import train
+
+# %% [markdown]
+# ### The codes
+#
+# The headline task of lesson 03 (binary hierarchy task: key x1 and anchors x2, x3, 8 tokens per
+# position, V = 24) needs K = ⌈log₂24⌉ = 5 bits. The Emb-MLP's width is d = 32, so the 5 bits are
+# tiled: column c holds bit c mod 5 of the token id.
+#
+# We write the bits as **±1**, not 0/1. With 0/1, token 0 is the zero vector, so it sends nothing
+# to the first layer, and tokens with more ones have larger norms. With ±1 every token has the same
+# norm √d, and each bit is centred over the code book. The paper's codes are binary; whatever
+# scale or offset it uses at the input is not given in the abstract, so this choice is ours.
+
+# %%
+task = hierarchy_task(block=8, n_values=2)
+V, d = task.vocab_size, 32
+codes = binary_codes(V, d)
+print(f"V = {V} tokens, {code_width(V)} bits, tiled to d = {d}")
+for s in (0, 1, 2, 3, 9):
+    bits = "".join("1" if b > 0 else "0" for b in codes[s, :5].tolist())
+    print(f"token {task.token_names[s]:>3} (id {s:2d}): bits (lowest first) {bits} -> row starts {codes[s, :7].int().tolist()}")
+
+# %% [markdown]
+# ### Small initialization when E cannot move
+#
+# In the learned model every weight starts as N(0, fan_in^(−2γ)), the table included: at γ = 1 its
+# entries are about 1/32. The codes have entries ±1. To keep the first layer's pre-activations as
+# small at the start as in the learned model, we move the table's factor **d^(−γ) into W1**: the
+# code model's W1 is its own N(0, (3d)^(−2γ)) draw multiplied by d^(−γ). So at step 0 both models
+# compute numbers of the same size; what differs is that the codes never grow or turn.
+#
+# ### A code can give the answer away
+#
+# Look at the task once more: a token's attribute is its index within its block mod 2, and each
+# block starts at a multiple of 8. So **the attribute is the lowest bit of the token id**. Codes of
+# the raw ids hand the attribute to the first layer as one of its inputs. That is a property of
+# how this task numbers its tokens, not of binary codes. So we also code a **randomly relabelled**
+# vocabulary (a fixed shuffle of the ids before coding; the paper's table-free variant recodes the
+# ids by a random invertible affine map over 𝔽₂^K, which has the same effect of scrambling which
+# bits go with which tokens).
+#
+# `code_reach` measures what a code allows: the share of a signature's ‖ΔS‖² that the first layer
+# can express as a linear function of each position's codes (1 = all of it). Anything beyond it
+# must be built by the nonlinearity.
+
+# %%
+positions = token_positions(task.population)
+signatures = [label_signature(task.population, k, "incremental") for k in (1, 2, 3)]
+shuffled = binary_codes(V, d, shuffle_seed=0)
+reach_id = [code_reach(codes, positions, S) for S in signatures]
+reach_shuffled = [code_reach(shuffled, positions, S) for S in signatures]
+print("code reach of ΔS¹, ΔS², ΔS³: id codes", [round(r, 3) for r in reach_id],
+      "| shuffled codes", [round(r, 3) for r in reach_shuffled])
+
+# %%
+# NBVAL_CHECK_OUTPUT
+print("id codes reach all of every signature (within 1e-6):", all(abs(r - 1) < 1e-6 for r in reach_id))
+print("shuffled codes reach at most 80 % of each:", max(reach_shuffled) < 0.8)
+
+# %% [markdown]
+# > **Think.** The learned model rests on each rung for hundreds of steps (lesson 03). The code
+# > model starts from pre-activations just as small. Do you expect it to rest as long? Which of the
+# > two code tables do you expect to learn the order-1 rule faster?
+
+# %% [markdown]
+# ## The run
+#
+# One batched ensemble at γ = 1: a learned table, id codes and shuffled codes, 3 seeds each (the
+# rest of each network is the same seed's init in all three conditions). The settings of lesson 03:
+# d = 32, 128 GELU units, no biases, plain full-batch gradient descent at learning rate 1 on the
+# 512 sequences of the task, 1200 steps, recorded every 5 steps. A probe records R (the first-layer
+# representation of every token) at each recorded step.
+
+# %%
+result = fixed_codes_experiment(gamma=1.0, seeds=(0, 1, 2), steps=1200, progress=False)
+names = level_names(task)
+print("predicted levels:", ", ".join(f"H{k} = {h:.4f}" for k, h in enumerate(result.levels)))
+print(f"{'condition':>15} {'seed':>4} " + " ".join(f"{'H' + str(k) + ' dwell':>9} {'onset':>5}" for k in range(4))
+      + f" {'max rise':>8} {'final':>7}")
+for k, (name, read) in enumerate(zip(result.names, result.rungs)):
+    cells = " ".join(f"{r.dwell:>9d} {r.onset if r.onset >= 0 else '-':>5}" for r in read.rungs)
+    print(f"{name:>15} {result.trajectory.seeds[k]:>4d} {cells} {read.rise:>8.4f} {read.final:>7.4f}")
+
+# %%
+fig = plots.fixed_codes_curves(result)
+
+# %% [markdown]
+# The table gives, for every curve, the **dwell** (steps within 0.01 nats of a level while flat,
+# lesson 03) and the **onset** (first step below the midpoint between that level and the one
+# above). The step axis of the figure is logarithmic, so that all three conditions fit.
+#
+# * The **learned** table rests on every rung in turn, as in lesson 03 (the run is shorter, so it
+#   ends soon after reaching H3).
+# * **Id codes** come down through H1 and H2 within the first few dozen steps without resting on
+#   them, and end on H3. A few short jumps up on the way (the codes' large inputs make a learning
+#   rate of 1 a big step for this model).
+# * **Shuffled codes** also come down without resting, faster than the learned table to each
+#   rung, but they jump several times and are still above H3 after 1200 steps.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+learned, id_codes, shuf = (result.models(n) for n in ("learned", "id codes", "shuffled codes"))
+codes_models = id_codes + shuf
+print("every learned seed rests >= 100 steps on H1 and on H2:",
+      all(min(result.rungs[k].rungs[1].dwell, result.rungs[k].rungs[2].dwell) >= 100 for k in learned))
+print("no code seed rests >= 25 steps on H1 or on H2:",
+      all(max(result.rungs[k].rungs[1].dwell, result.rungs[k].rungs[2].dwell) < 25 for k in codes_models))
+print("every model reaches H1, H2, H3 in that order:",
+      all(0 < r.onsets()[1] < r.onsets()[2] < r.onsets()[3] for r in result.rungs))
+print("every code seed reaches each rung before every learned seed:",
+      all(max(result.rungs[k].onsets()[o] for k in codes_models) < min(result.rungs[k].onsets()[o] for k in learned)
+          for o in (1, 2, 3)))
+print("id codes end on H3, the learned table too:", all(result.rungs[k].ends_on == 3 for k in learned + id_codes))
+print("shuffled codes end above H3, within 0.003-0.03 nats of it:",
+      all(0.003 < result.rungs[k].final - result.levels[3] < 0.03 for k in shuf))
+
+# %% [markdown]
+# So the **rungs survive** (every model comes down to H1, H2 and H3 in that order) but the **rests
+# do not**, and the times change: with fixed codes every rung is reached sooner.
+#
+# Why would the rests go? The next lines are reasoning, not a measurement. In the learned model,
+# the first layer's input E[x] is itself small at the start: the output is a product of three
+# small factors (E, W1, W2), and each factor's gradient is proportional to the others. The codes
+# are not small, so only two small factors are left, and the pull on W1 is proportional to the
+# codes (size √d per token) rather than to a tiny E. Lesson 05 showed what one factor fewer
+# means: with two small factors of scale ε a plateau lasts about ln(1/ε), with three about 1/ε.
+#
+# That reasoning makes a prediction we can test in a second: start the id-code models from a far
+# smaller init, γ = 2 (W1 starts about 3000 times smaller than at γ = 1, W2 about 130 times). With
+# three small factors that would stretch the rests enormously (lesson 03: the learned model's rest
+# at ln 2, about 130 steps at γ = 1 in the table above, lasts over a thousand steps at γ = 1.5).
+# With two, the rungs should come only a little later, still without a rest.
+
+# %%
+small_model, _ = fixed_code_ensemble(task, {"id codes": codes}, seeds=(0, 1, 2), gamma=2.0)
+small_run = train(small_model, task.population, 300, lr=1.0, record_every=5, progress=False)
+small_reads = measure_runs(small_run.steps, small_run.loss, result.levels)
+for k, read in enumerate(small_reads):
+    print(f"id codes, γ = 2, seed {k}: dwell {read.dwells()}, onsets {read.onsets()}, final {read.final:.4f}")
+early = result.trajectory.steps <= 300
+fig = plots.curves_by_label(small_run.steps, {"id codes, γ = 1": result.trajectory.loss[id_codes][:, early],
+                                              "id codes, γ = 2": small_run.loss}, result.levels,
+                            "seeds by line style")
+
+# %%
+# NBVAL_CHECK_OUTPUT
+print("γ = 2: no id-code seed rests >= 25 steps on H1 or on H2:",
+      all(max(r.rungs[1].dwell, r.rungs[2].dwell) < 25 for r in small_reads))
+print("γ = 2: every id-code seed reaches H3 within 4x its γ = 1 onset and ends on H3:",
+      all(0 < small_reads[j].onsets()[3] < 4 * result.rungs[k].onsets()[3] and small_reads[j].ends_on == 3
+          for j, k in enumerate(id_codes)))
+
+# %% [markdown]
+# Every weight of W1 and W2 starts hundreds to thousands of times smaller, and the id-code models
+# reach H3 only a little later (the onsets above), with no rest on H1 or H2: what a product of two
+# small factors predicts, not three.
+
+# %% [markdown]
+# ## Where the structure goes
+#
+# With E fixed, we look at R(t) − R(0), what training added to the first-layer representation
+# (R[s] = code(s) W1_l at token s's own position l), with the tools lesson 03 used on E − E₀: the
+# share of its ‖·‖² in the directions that each order's signature ΔSᵏ adds to the lower ones, with
+# the chance level (dotted; on this task it is the same for every order). For the learned table,
+# R = E W1_l moves with both E and W1.
+
+# %%
+fig = plots.first_layer_shares(result)
+
+# %% [markdown]
+# * **Learned**: on the H1 rung, R − R₀ lies almost entirely in order 1's directions; order 2's
+#   share takes over after the second drop, and order 3's grows after the third: the
+#   order-by-order build-up of lesson 03, now seen in the first layer.
+# * **Id codes**: the same order, order 1 first, then 2, then 3, but all within the first 100
+#   steps; after that the three shares stay near a third each, and together they hold almost all
+#   of the change: the first layer moves only in the signatures' directions, which for these codes
+#   are each position's attribute bit.
+# * **Shuffled codes**: order 1 holds about a third of the change at the start (the codes reach
+#   65 % of ΔS¹ at most); after step 100 no order holds even a fifth of it, and by the end
+#   order 1's share is back at its chance level.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+steps = result.trajectory.steps
+middle1 = [result.trajectory.index(result.rungs[k].rungs[1].middle) for k in learned]
+print("learned, middle of the H1 rest: order-1 share above 0.9 in every seed:",
+      all(float(result.shares[k, t, 0]) > 0.9 for k, t in zip(learned, middle1)))
+first = {k: int(steps[int((result.shares[k, :, 1] > 0.3).nonzero()[0])]) for k in learned + id_codes}
+print("order-2 share passes 0.3 before step 50 for id codes, after step 300 for learned tables:",
+      all(first[k] < 50 for k in id_codes) and all(first[k] > 300 for k in learned))
+print("id codes: the three shares add up to more than 0.95 at the end:", bool((result.shares[id_codes, -1].sum(-1) > 0.95).all()))
+print("shuffled codes: order-1 share below 0.4 at every step:", bool((result.shares[shuf, 1:, 0] < 0.4).all()))
+print("shuffled codes, after step 100: every order's share below 0.2, order 1's within 0.05 of chance:",
+      bool((result.shares[shuf][:, steps > 100] < 0.2).all())
+      and bool(((result.shares[shuf][:, -1, 0] - result.chance[0]).abs() < 0.05).all()))
+
+# %% [markdown]
+# ### Against shuffled signatures
+#
+# A share or an R² means little without its baseline (lesson 02). At the end of the run we compute
+# the R² of R − R₀ in span(ΔS¹), the share of its ‖·‖² that the order-1 signature's token
+# directions hold, for every model, and the same for 200 row-shuffled copies of ΔS¹: the grey bar
+# is the 95th percentile of those.
+
+# %%
+r2, band = result.r2_with_band(order=1)
+for name in ("learned", "id codes", "shuffled codes"):
+    idx = result.models(name)
+    print(f"{name:>15}: R² in span(ΔS¹) {[round(v, 3) for v in r2[idx].tolist()]}, "
+          f"95 % of shuffles {[round(v, 3) for v in band[idx].tolist()]}")
+fig = plots.r2_band_figure(result.names, r2, band)
+
+# %%
+# NBVAL_CHECK_OUTPUT
+print("learned and id codes: every seed beats its shuffles by 0.03:", all(float(r2[k] - band[k]) > 0.03 for k in learned + id_codes))
+print("shuffled codes: every seed below the 95 % shuffle level:", all(float(r2[k]) < float(band[k]) for k in shuf))
+
+# %% [markdown]
+# With shuffled codes, the first layer's token rows end up **no closer to ΔS¹ than to a shuffled
+# ΔS¹**, yet the loss came down through H1 in every seed: the network knows the order-1 rule. The
+# attribute is not a linear function of these codes, so the first layer cannot hold it as a
+# direction; it is built after the GELU, from products of bits. The structure that E held in
+# lesson 03 has left the token rows. With id codes it is there from the start, in the codes
+# themselves, and the first layer only has to pick the right bit.
+
+# %% [markdown]
+# **What this lesson showed.**
+# - Fixed ±1 codes of the token ids (5 bits tiled to d = 32), with E's init scale moved into W1,
+#   come down the same rungs in the same order as a learned table at γ = 1, sooner, and without
+#   resting on H1 or H2.
+# - With codes of the raw ids, the task's attribute is one of the bits: the first layer's change
+#   goes to orders 1, 2, 3 in turn within 100 steps, and beats shuffled signatures.
+# - With codes of shuffled ids, the first layer's token rows stay at the level of shuffled
+#   signatures; the network still learns the rules, through its nonlinearity, with jumps in the
+#   loss, and has not finished after 1200 steps.
+
+# %% [markdown]
+# > **Paper vs. this course.**
+# > *Paper* (Bochkov, arXiv 2605.09751, from the abstract): fixed minimal binary codes
+# > (⌈log₂V⌉ bits, tiled to the width) in place of the input table of a 32-layer decoder, trained
+# > on about 17B tokens, reach the learned baseline's validation perplexity (2.36 against 2.44,
+# > within a 4.8 % seed spread), with 67.1M fewer trainable parameters; a table-free variant with
+# > affine-recoded ids is close (2.39). The claim is about the end of training at scale.
+# > *This course*: a one-hidden-layer Emb-MLP on a 24-token synthetic task, 3 seeds, 1200
+# > full-batch steps; the ±1 coding, the move of the init scale into W1, the shuffled ids (standing
+# > in for the affine recoding), the first-layer representation and the measures are ours. What it
+# > can say: at this scale, fixed codes also reach the task's loss levels (id codes all the way to
+# > H3, shuffled codes close to it), in line with the paper; and the staircase's rests and its
+# > order-by-order token structure depend on a table that moves. What it cannot say: anything
+# > about perplexity at 17B tokens, about transformers, or about codes under the paper's own
+# > input scaling.
+
+# %% [markdown]
+# ## Summary
+#
+# * Fixed binary codes keep the rungs and their order, drop the rests, and reach each rung sooner
+#   than a learned table at the same γ.
+# * Where the code holds the task's attribute as a bit, the first layer's token rows line up with
+#   the signatures, order by order, within a few dozen steps.
+# * Where it does not, the token rows stay at the shuffled-signature level: the structure is built
+#   after the nonlinearity, and training is slower to finish and bumpier.
+#
+# **Next.** Open `exercises/14_fixed_codes.ipynb`: build the code table, compute the first-layer
+# token representation, and score it against ΔS¹.
