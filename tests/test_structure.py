@@ -74,3 +74,37 @@ def test_nothing_imports_another_modules_private_names():
     leaks = [f"{path.relative_to(ROOT)}: {module}.{name}" for path in sources for module, names in imports(path)
              for name in names if name.startswith("_") and not name.startswith("__")]
     assert not leaks, "private names imported across modules:\n" + "\n".join(leaks)
+
+
+GENERATED = {PACKAGE / "course" / "check_cells.py"}  # written by `ctxlab build`, not by hand
+
+
+def test_modules_functions_and_lessons_stay_small():
+    """One job per module (<= 400 lines), per function (<= 80 lines), one lesson per source (<= 450)."""
+    too_long = []
+    for path in sorted(set(PACKAGE.rglob("*.py")) - GENERATED):
+        text = path.read_text(encoding="utf-8")
+        if len(text.splitlines()) > 400:
+            too_long.append(f"{path.relative_to(ROOT)}: {len(text.splitlines())} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 80:
+                too_long.append(f"{path.relative_to(ROOT)}: {node.name} has {node.end_lineno - node.lineno + 1} lines")
+    for path in sorted((ROOT / "lessons").glob("*.py")):
+        if len(path.read_text(encoding="utf-8").splitlines()) > 450:
+            too_long.append(f"{path.relative_to(ROOT)}: over 450 lines")
+    assert not too_long, "\n".join(too_long)
+
+
+def test_exactly_one_training_loop():
+    """Only ``train.descend`` calls backward() inside a loop: every trainer goes through it."""
+    loops = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for fn in ast.walk(tree):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for loop in ast.walk(fn):
+                if isinstance(loop, (ast.For, ast.While)) and any(
+                        isinstance(n, ast.Attribute) and n.attr == "backward" for n in ast.walk(loop)):
+                    loops.append(f"{module_name(path)}.{fn.name}")
+    assert sorted(set(loops)) == ["ctxlab.train.descend"], loops
