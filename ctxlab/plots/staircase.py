@@ -76,7 +76,7 @@ def rung_curves(steps, losses, levels, names, run_labels) -> Figure:
 # --- lesson 03 ---
 
 # A role gets the colour of the order that first moves it: keys order 1, first anchors order 2, ...
-ROLE_COLORS = {"key": ORDER_COLORS[1], "anchor1": ORDER_COLORS[2], "anchor2": ORDER_COLORS[3]}
+ROLE_COLORS = {"key": ORDER_COLORS[0], "anchor1": ORDER_COLORS[1], "anchor2": ORDER_COLORS[2]}
 
 
 def embedding_pca_grid(coords, roles, attributes, row_titles, col_titles) -> Figure:

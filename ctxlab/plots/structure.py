@@ -6,7 +6,7 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
 from ctxlab.plots.signatures import cosine_similarity
-from ctxlab.plots.style import ATTRIBUTE_MARKERS, token_ticks
+from ctxlab.plots.style import ATTRIBUTE_MARKERS, gamma_colors, token_ticks
 
 # --- lesson 06 ---
 
@@ -79,12 +79,6 @@ def residual_increment_figure(result, rows, cols, names, model: int = 0) -> Figu
 
 # --- lesson 13: semantic structure ---
 
-GAMMA_COLORS = ("#1f78b4", "#e31a1c", "#33a02c", "#6a3d9a")
-
-
-def _gamma_color(gammas, g: float) -> str:
-    return GAMMA_COLORS[sorted(set(gammas), reverse=True).index(g) % len(GAMMA_COLORS)]
-
 
 def class_cosine_figure(steps, curves: dict, gammas, onsets: dict | None = None) -> Figure:
     """Within-class (solid) and between-class (dashed) cosine over training, every model a line.
@@ -96,13 +90,13 @@ def class_cosine_figure(steps, curves: dict, gammas, onsets: dict | None = None)
     x = steps.numpy()
     for ax, (title, (within, between)) in zip(axes[0], curves.items()):
         for k, g in enumerate(gammas):
-            color = _gamma_color(gammas, g)
+            color = gamma_colors(gammas)[g]
             first = k == list(gammas).index(g)
             ax.plot(x, within[k].numpy(), color=color, lw=1.2, alpha=0.8, label=f"γ = {g:g}, within" if first else None)
             ax.plot(x, between[k].numpy(), color=color, lw=1.0, ls="--", alpha=0.8, label=f"γ = {g:g}, between" if first else None)
         for g, marks in (onsets or {}).items():
             for step in marks:
-                ax.axvline(step, color=_gamma_color(gammas, g), ls=":", lw=0.9, zorder=0)
+                ax.axvline(step, color=gamma_colors(gammas)[g], ls=":", lw=0.9, zorder=0)
         ax.axhline(0, color="lightgrey", lw=0.8, zorder=0)
         ax.set(title=title, xlabel="step")
     axes[0, 0].set_ylabel("mean cosine between tokens")
@@ -118,7 +112,7 @@ def neighbour_overlap_figure(steps, curves: dict, gammas, chance: float, k: int)
     for ax, (title, overlap) in zip(axes[0], curves.items()):
         for k_model, g in enumerate(gammas):
             first = k_model == list(gammas).index(g)
-            ax.plot(x, overlap[k_model].numpy(), color=_gamma_color(gammas, g), lw=1.2, alpha=0.8,
+            ax.plot(x, overlap[k_model].numpy(), color=gamma_colors(gammas)[g], lw=1.2, alpha=0.8,
                     label=f"γ = {g:g}" if first else None)
         ax.axhline(chance, color="black", ls=":", lw=1, label=f"chance = {chance:.2f}")
         ax.set(title=title, xlabel="step")
@@ -130,14 +124,6 @@ def neighbour_overlap_figure(steps, curves: dict, gammas, chance: float, k: int)
 
 # --- lesson 12: composition ---
 
-_COMPOSITION_COLORS = ("#b2182b", "#ef8a62", "#2166ac", "#67a9cf")
-
-
-def _by_gamma(gammas) -> dict:
-    """γ -> colour, largest init (smallest γ) first in warm colours, small init in blue."""
-    order = sorted(set(gammas))
-    return {g: _COMPOSITION_COLORS[i % len(_COMPOSITION_COLORS)] for i, g in enumerate(order)}
-
 
 def composition_curves_figure(steps, train_acc, composed, gammas, symmetric=None) -> Figure:
     """Training accuracy (left) and held-out-pair accuracy (right) over training, every model a line.
@@ -145,7 +131,7 @@ def composition_curves_figure(steps, train_acc, composed, gammas, symmetric=None
     train_acc, composed, symmetric: [K, T]; gammas: γ of each model. ``symmetric`` (dotted, right)
     is the share of held-out keys answered with the reverse pair's label.
     """
-    colors = _by_gamma(gammas)
+    colors = gamma_colors(gammas)
     fig, (left, right) = plt.subplots(1, 2, figsize=(9.6, 3.5), sharey=True)
     x = steps.numpy()
     for k, g in enumerate(gammas):
@@ -185,7 +171,7 @@ def anchor_embedding_figure(embeddings: dict, task, line_up_scores: dict, gammas
             ax.annotate(task.token_names[int(keys[i])], xy[i], fontsize=8, xytext=(3, 3), textcoords="offset points")
         ax.set(title=title, xlabel="PC 1", ylabel="PC 2")
     ax = axes[-1]
-    colors = _by_gamma(gammas)
+    colors = gamma_colors(gammas)
     names = list(line_up_scores)
     for j, name in enumerate(names):
         n_tokens = len(task.role_tokens(name.rstrip("s")))

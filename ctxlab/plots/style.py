@@ -6,6 +6,13 @@ ORDER_COLORS = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e")
 SEED_STYLES = ("-", "--", "-.", (0, (5, 1, 1, 1, 1, 1)))
 SEED_COLORS = ("#222222", "#1f78b4", "#e6550d", "#31a354")
 ATTRIBUTE_MARKERS = ("o", "^", "s", "D", "v")
+# one colour per init scale: the smallest init (largest γ) blue, then red, green, purple
+GAMMA_COLORS = ("#1f78b4", "#e31a1c", "#33a02c", "#6a3d9a")
+
+
+def gamma_colors(gammas) -> dict[float, str]:
+    """γ -> its colour in every figure that compares init scales (largest γ, the smallest init, in blue)."""
+    return {g: GAMMA_COLORS[i % len(GAMMA_COLORS)] for i, g in enumerate(sorted(set(gammas), reverse=True))}
 
 
 def seed_style(j: int) -> str:

@@ -18,7 +18,6 @@ from ctxlab.widgets._common import BackgroundJob, Blitter, Dashboard, render_png
 from ctxlab.widgets.staircase_sweep import (OPTIMIZER_LR, StaircaseSweep, SweepSettings, staircase_sweep,
                                           sweep_from_result, sweep_settings)
 
-ROLE_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
 
 
 def _check_index(name: str, value: int, size: int) -> None:
@@ -60,7 +59,7 @@ class StaircaseView:
                           title="order-k directions (dotted: chance)")
         self.role_index = {role: [i for i, r in enumerate(sweep.roles) if r == role] for role in dict.fromkeys(sweep.roles)}
         self.role_points = {role: self.ax_pca.scatter([0.0] * len(idx), [0.0] * len(idx), s=22, label=role,
-                                                      color=ROLE_COLORS[r % len(ROLE_COLORS)])
+                                                      color=ORDER_COLORS[r % len(ORDER_COLORS)])
                             for r, (role, idx) in enumerate(self.role_index.items())}
         # coordinates are divided by the run's largest radius, so these axes never change
         self.ax_pca.set(xlabel="PC 1", ylabel="PC 2", xlim=(-1.1, 1.1), ylim=(-1.1, 1.1), xticks=[], yticks=[])
