@@ -222,6 +222,12 @@ def entropy_ladder(data: Dataset, max_order: int | None = None) -> list[Stair]:
 
 
 # --- next-token text ---------------------------------------------------------------------------
+def plateau_levels(data: Dataset, max_order: int | None = None) -> list[float]:
+    """Predicted plateau losses H_0 >= H_1 >= ...: the best entropy with order-k statistics
+    (the staircase's predicted rungs; :meth:`ctxlab.tasks.Task.plateau_levels` adds a task's own ladder)."""
+    return [stair.entropy for stair in entropy_ladder(data, max_order)]
+
+
 # For text the label of position t is the next token x_{t+1}. Counting runs over the token stream
 # with one index_add, so a million tokens take about a second.
 

@@ -11,7 +11,7 @@ import torch
 from torch import Tensor
 
 from ctxlab.dataset import Dataset
-from ctxlab.signatures import entropy_ladder
+from ctxlab.signatures import plateau_levels
 from ctxlab.validate import integer
 
 
@@ -55,8 +55,7 @@ class Task:
         else the entropy ladder of its population (costly for long sequences: V^L tables)."""
         if "levels" in self.info:
             return [float(h) for h in self.info["levels"]]
-
-        return [stair.entropy for stair in entropy_ladder(self.population)]
+        return plateau_levels(self.population)
 
     def role_tokens(self, role: str) -> Tensor:
         """Token ids that play ``role``."""

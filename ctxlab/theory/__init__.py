@@ -1,6 +1,6 @@
 """Small-init gradient-flow predictions, to hold against what training does (re-exported here:
 ``ctxlab.theory.plateau_levels``): :mod:`~ctxlab.theory.first_stair` (the leading-order embedding
-velocity E1, the plateau levels), :mod:`~ctxlab.theory.modes` (linear-network modes),
+velocity E1; ``plateau_levels`` comes from :mod:`ctxlab.signatures`), :mod:`~ctxlab.theory.modes` (linear-network modes),
 :mod:`~ctxlab.theory.next_stair` (the residual pair statistic) and :mod:`~ctxlab.theory.attention`."""
 
 from ctxlab.theory.attention import (
@@ -18,8 +18,8 @@ from ctxlab.theory.first_stair import (
     e1_agreement,
     embedding_velocity,
     mlp_embedding_velocity,
-    plateau_levels,
 )
+from ctxlab.signatures import plateau_levels  # defined with the entropy ladder, used as theory's prediction
 from ctxlab.theory.modes import (
     ModeGrowth,
     Modes,

@@ -18,7 +18,7 @@ from torch import Tensor
 
 from ctxlab.dataset import Dataset
 from ctxlab.models import EmbMLP, ensemble_grid, make_model
-from ctxlab.signatures import entropy_ladder, joint
+from ctxlab.signatures import joint
 from ctxlab.train import cross_entropy
 from ctxlab.validate import integer, number
 
@@ -61,11 +61,6 @@ def cosine_per_model(a: Tensor, b: Tensor) -> Tensor:
     """Cosine similarity of two [K, ...] tensors, model by model: [K]."""
     a, b = a.reshape(a.shape[0], -1).double(), b.reshape(b.shape[0], -1).double()
     return (a * b).sum(-1) / (a.norm(dim=-1) * b.norm(dim=-1)).clamp_min(1e-300)
-
-
-def plateau_levels(data: Dataset, max_order: int | None = None) -> list[float]:
-    """Predicted plateau losses H_0 >= H_1 >= ...: the best entropy with order-k statistics."""
-    return [stair.entropy for stair in entropy_ladder(data, max_order)]
 
 
 @dataclass(frozen=True)
