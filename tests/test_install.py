@@ -3,7 +3,8 @@
 The test marked ``install`` (``pytest -m install`` selects it, ``-m 'not install'`` skips it) builds
 the wheel and makes one fresh virtual environment that holds what Colab ships before ctxlab (torch
 at the pin in constraints.txt, numpy, matplotlib, ipywidgets 7.7.1, notebook 6.5, ipykernel, pytest,
-tqdm). It runs a lesson's setup cell there with a stand-in ``google.colab`` module and
+tqdm; the test runner's own copies, hard-linked, wherever pip would accept them). It runs a
+lesson's setup cell there with a stand-in ``google.colab`` module and
 ``CTXLAB_INSTALL`` naming the local wheel (Colab itself installs the release from GitHub), then the
 console script from a folder outside the repository. The other tests here are plain unit tests of
 the install files.
@@ -87,10 +88,13 @@ def run(command: list, cwd: Path | None = None, env: dict | None = None, timeout
     return output
 
 
+LIST = "import importlib.metadata as m, json; print(json.dumps({d.metadata['Name']: d.version for d in m.distributions()}))"
+
+
 def installed(python: Path) -> dict[str, str]:
-    """name -> version of every distribution in the environment of ``python``."""
-    out = run([python, "-m", "pip", "list", "--format=json"])
-    return {p["name"].lower().replace("_", "-"): p["version"] for p in json.loads(out[out.index("["):])}
+    """name -> version of every distribution in the environment of ``python`` (what `pip list`
+    shows, read without starting pip; -I: not the current folder, which may hold an .egg-info)."""
+    return {name.lower().replace("_", "-"): version for name, version in json.loads(run([python, "-I", "-c", LIST]).strip().splitlines()[-1]).items()}
 
 
 def site_packages(venv: Path) -> Path:
@@ -116,46 +120,66 @@ def wheel(tmp_path_factory) -> tuple[Path, str]:
     return built, log
 
 
-def link_torch(venv: Path) -> bool:
-    """Give ``venv`` the running interpreter's torch as hard links (one copy of its ~750 MB on disk,
-    in a second instead of a minute) when that torch is the pinned one; False where it is not, or
-    where the two folders cannot share files. pip then treats torch as installed, as on Colab, and
-    fills in torch's own small dependencies itself. A reinstall by the setup cell writes new files
-    (new RECORD, new mtime) and leaves the runner's torch untouched: pip never writes into a file it
-    replaces."""
+def runner_closure(requirements: list[str]) -> list:
+    """The test runner's distributions that pip would accept for ``requirements`` (and, from there,
+    for their own dependencies): each one the runner has at a version the requirement allows."""
     import importlib.metadata
 
     from packaging.requirements import Requirement
 
-    try:
-        dist = importlib.metadata.distribution("torch")
-    except importlib.metadata.PackageNotFoundError:
-        return False
-    if not Requirement(torch_pin()).specifier.contains(dist.version):
-        return False
+    found, todo = {}, [Requirement(r) for r in requirements]
+    while todo:
+        req = todo.pop()
+        name = req.name.lower().replace("_", "-")
+        if name in found or (req.marker and not req.marker.evaluate({"extra": ""})):
+            continue
+        try:
+            dist = importlib.metadata.distribution(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        if req.specifier.contains(dist.version, prereleases=True):
+            found[name] = dist
+            todo += [Requirement(r) for r in dist.requires or []]
+    return list(found.values())
+
+
+def link_runner_packages(venv: Path, requirements: list[str]) -> list[str]:
+    """Give ``venv`` the runner's own copies of what pip would install for ``requirements`` (see
+    :func:`runner_closure`; torch's ~750 MB among them), as hard links: one copy on disk, in a second
+    instead of a minute of unpacking. pip then finds them installed, as on Colab, and adds only the
+    rest (ipywidgets 7.7.1, notebook 6.5 and theirs). Returns the names linked; none where the two
+    folders cannot share files (another filesystem), and pip installs everything. A reinstall by the
+    setup cell writes new files (new RECORD, new mtime) and leaves the runner's copy untouched: pip
+    never writes into a file it replaces."""
     target = site_packages(venv)
-    # scripts live outside site-packages; a file RECORD lists may be gone (a deleted __pycache__)
-    files = [f for f in dist.files or [] if f.parts[0] != ".." and dist.locate_file(f).exists()]
+    dists, made = runner_closure(requirements), []
     try:
-        for f in files:
-            (target / f).parent.mkdir(parents=True, exist_ok=True)
-            os.link(dist.locate_file(f), target / f)
-    except OSError:  # another filesystem: install instead
-        shutil.rmtree(target / "torch", ignore_errors=True)
-        for info in target.glob("torch-*.dist-info"):
-            shutil.rmtree(info)
-        return False
-    return True
+        for dist in dists:
+            # scripts live outside site-packages; a file RECORD lists may be gone (a deleted __pycache__)
+            for f in dist.files or []:
+                if f.parts[0] != ".." and dist.locate_file(f).exists() and not (target / f).exists():
+                    (target / f).parent.mkdir(parents=True, exist_ok=True)
+                    os.link(dist.locate_file(f), target / f)
+                    made.append(target / f)
+    except OSError:
+        for f in made:
+            f.unlink()
+        return []
+    return sorted(dist.metadata["Name"] for dist in dists)
 
 
 @pytest.fixture(scope="session")
 def colab_venv(tmp_path_factory) -> Path:
     """A fresh virtual environment holding Colab's kind of preinstalled packages, and no ctxlab."""
     venv = tmp_path_factory.mktemp("colab") / "venv"
-    run([sys.executable, "-m", "venv", venv])
-    print(f"Colab-like venv: torch {'hard-linked from the test runner' if link_torch(venv) else 'installed by pip'}")
+    run([sys.executable, "-m", "venv", "--without-pip", venv])  # pip comes linked, or from ensurepip below
+    wanted = [torch_pin(), *COLAB_PACKAGES]
+    linked = link_runner_packages(venv, ["pip", *wanted])
+    print(f"Colab-like venv: {len(linked)} packages hard-linked from the test runner: {linked}")
+    if "pip" not in linked:
+        run([venv / "bin/python", "-m", "ensurepip"])
     # --no-compile: skip byte-compiling the thousands of modules never imported here
-    run([venv / "bin/python", "-m", "pip", "install", "-q", "--no-compile", torch_pin(), *COLAB_PACKAGES])
+    run([venv / "bin/python", "-m", "pip", "install", "-q", "--no-compile", *wanted])
     return venv
 
 
