@@ -24,11 +24,12 @@ def cosine_similarity(matrix) -> torch.Tensor:
     """
     import torch
 
+    from ctxlab.align import row_cosines
+
     m = torch.as_tensor(matrix, dtype=torch.float64)
     norms = m.norm(dim=1, keepdim=True)
     floor = max(1e-12, 1e-6 * float(norms.max())) if m.numel() else 1e-12
-    unit = torch.where(norms > floor, m / norms.clamp_min(floor), torch.zeros_like(m))
-    return unit @ unit.T
+    return row_cosines(torch.where(norms > floor, m, torch.zeros_like(m)))
 
 
 
