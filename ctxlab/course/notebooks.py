@@ -26,16 +26,15 @@ import json
 import os
 import re
 import sys
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from ctxlab.course import manifest as check_manifest
+from ctxlab.repo import KERNELSPEC, LESSONS, Config, find_root, load_config
 
-LESSONS, EXERCISES, SOLUTIONS, EXERCISE_SOURCES = "lessons", "exercises", "solutions", "exercises/src"
+EXERCISES, SOLUTIONS, EXERCISE_SOURCES = "exercises", "solutions", "exercises/src"
 VARIANT_TAGS = ("solution", "exercise")  # build-time directives, not kept in the notebooks
 README_START, README_END = "<!-- lessons:start -->", "<!-- lessons:end -->"
-KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 CELL_TIMEOUT_S = 600
 
 SOLUTION_BLOCK = re.compile(r"^([ \t]*)### BEGIN SOLUTION[ \t]*\n.*?^[ \t]*### END SOLUTION[ \t]*(?:\n|\Z)", re.M | re.S)
@@ -59,40 +58,6 @@ if "google.colab" in sys.modules:  # Colab: add what it lacks; its torch is pinn
 import ctxlab.env
 
 _ = ctxlab.env.doctor()'''
-
-
-@dataclass(frozen=True)
-class Config:
-    """Where the course lives on GitHub: the one place badges and the setup cell read from."""
-
-    repository: str
-    branch: str
-    colab_ref: str
-
-    def colab_url(self, path: str) -> str:
-        return f"https://colab.research.google.com/github/{self.repository}/blob/{self.branch}/{path}"
-
-    def binder_url(self, path: str) -> str:
-        return f"https://mybinder.org/v2/gh/{self.repository}/{self.branch}?labpath={path}"
-
-
-def load_config(root: Path) -> Config:
-    """Read ``[tool.ctxlab]`` from ``root/pyproject.toml``."""
-    with open(root / "pyproject.toml", "rb") as f:
-        table = tomllib.load(f).get("tool", {}).get("ctxlab", {})
-    missing = [k for k in ("repository", "branch", "colab_ref") if k not in table]
-    if missing:
-        raise ValueError(f"pyproject.toml [tool.ctxlab] lacks {missing}; add e.g. colab_ref = \"v0.1.0\"")
-    return Config(table["repository"], table["branch"], table["colab_ref"])
-
-
-def find_root(start: Path | None = None) -> Path:
-    """The course repository: the nearest folder upwards with pyproject.toml and lessons/."""
-    here = (start or Path.cwd()).resolve()
-    for folder in (here, *here.parents):
-        if (folder / "pyproject.toml").is_file() and (folder / LESSONS).is_dir():
-            return folder
-    raise FileNotFoundError(f"no course repository (pyproject.toml + lessons/) at or above {here}; cd into it")
 
 
 # --- turning a source into notebooks -------------------------------------------------------

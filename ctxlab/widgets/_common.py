@@ -290,7 +290,7 @@ def snapshot_note() -> str:
 def course_links() -> tuple[str, str] | None:
     """Colab and Binder addresses of the course, from ``[tool.ctxlab]`` of the repository this
     package (or the working folder) lies in; None for an installed copy without one."""
-    from ctxlab.course.notebooks import find_root, load_config
+    from ctxlab.repo import find_root, load_config
 
     for start in (Path(__file__).resolve().parent, None):
         try:

@@ -21,7 +21,7 @@ def dashboard_notebook():
     import nbformat
     from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-    from ctxlab.course.notebooks import KERNELSPEC
+    from ctxlab.repo import KERNELSPEC
 
     nb = new_notebook(cells=[
         new_markdown_cell("# ctxlab: the Context Staircase explorer\n\n"
