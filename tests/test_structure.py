@@ -108,3 +108,28 @@ def test_exactly_one_training_loop():
                         isinstance(n, ast.Attribute) and n.attr == "backward" for n in ast.walk(loop)):
                     loops.append(f"{module_name(path)}.{fn.name}")
     assert sorted(set(loops)) == ["ctxlab.train.descend"], loops
+
+
+def test_packages_re_export_their_modules_public_names():
+    """``ctxlab.align.cka`` works whichever module of the package defines it (lessons import from the package)."""
+    import importlib
+
+    missing = []
+    for init in sorted(PACKAGE.glob("*/__init__.py")):
+        if init.parent.name in ("course", "checks", "widgets"):
+            continue  # these packages export a chosen interface, not every name
+        package = importlib.import_module(module_name(init))
+        for path in sorted(init.parent.glob("*.py")):
+            if path.name == "__init__.py":
+                continue
+            for node in ast.parse(path.read_text(encoding="utf-8")).body:
+                if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                    names = [node.name]
+                elif isinstance(node, ast.Assign):
+                    names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+                elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                    names = [node.target.id]
+                else:
+                    names = []
+                missing += [f"{module_name(path)}.{n}" for n in names if not n.startswith("_") and not hasattr(package, n)]
+    assert not missing, "not re-exported by their package: " + ", ".join(missing)

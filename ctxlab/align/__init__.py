@@ -4,6 +4,7 @@ baselines, trajectories), :mod:`~ctxlab.align.projections` (PCA, the noise sweep
 :mod:`~ctxlab.align.neighbours` (neighbours, signature classes, class collapse)."""
 
 from ctxlab.align.metrics import (
+    METRICS,
     align_trajectory,
     as_matrix,
     cka,
@@ -33,6 +34,7 @@ from ctxlab.align.neighbours import (
 from ctxlab.align.projections import NoiseSweep, noise_sweep, pca_2d
 
 __all__ = [
+    "METRICS",
     "ClassCollapse",
     "NoiseSweep",
     "align_trajectory",
