@@ -261,7 +261,8 @@ def test_explorer_survives_the_build_kernel(tmp_path):
 
 
 def test_explorer_of_a_finished_staircase_run():
-    """A lesson's own staircase() result is explored as is, and its settings train the same run again."""
+    """A lesson's own staircase() result is explored as is (no training controls), and its settings
+    train the same run again."""
     from ctxlab.experiments import staircase
     from ctxlab.widgets import sweep_from_result
 
@@ -274,9 +275,11 @@ def test_explorer_of_a_finished_staircase_run():
     torch.testing.assert_close(again.loss, sweep.loss)
     torch.testing.assert_close(again.alignment, sweep.alignment)
     dash = staircase_explorer(result=result)
-    assert not dash.train_button.disabled
+    assert dash.train_button.disabled and dash.optimizer.disabled
     png = dash.png
     dash.gamma.value = 0.75
     assert dash.png != png
+    with pytest.raises(ValueError, match="finished run"):
+        dash.train_gamma(0.9)
     with pytest.raises(ValueError, match="not both"):
         staircase_explorer(TINY, result=result)

@@ -187,6 +187,11 @@ class StaircaseExplorer(Dashboard):
         self.train_button = w.Button(description="train", tooltip="train this γ in the background")
         self.progress = w.FloatProgress(value=0.0, min=0.0, max=1.0, description="idle")
         self.status = w.Label("")
+        self.finished = sweep is not None  # a lesson's own run: the controls look it up, nothing trains
+        if self.finished:
+            for control in (self.optimizer, self.new_gamma, self.train_button):
+                control.disabled = True
+            self.status.value = "a finished run: staircase_explorer() trains its own sweep with these controls"
         for control in (self.gamma, self.step, self.orders, self.seed):
             control.observe(self._on_change, names="value")
         self.optimizer.observe(self._on_optimizer, names="value")
@@ -257,6 +262,9 @@ class StaircaseExplorer(Dashboard):
         """Train ``gamma`` (all seeds) in the background and add it to the γ slider when done."""
         if not (isinstance(gamma, (int, float)) and math.isfinite(gamma) and gamma > 0):
             raise ValueError(f"γ must be a positive number, got {gamma!r}")
+        if self.finished:
+            raise ValueError("this explorer shows a finished run; staircase_explorer() trains its own sweep "
+                             "and can train more γ values")
         gamma, opt = float(gamma), self._current
         if gamma in [v for _, v in self.gamma.options]:
             self.gamma.value = gamma
