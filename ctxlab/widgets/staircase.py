@@ -159,6 +159,7 @@ class StaircaseExplorer(Dashboard):
         import ipywidgets as w
 
         super().__init__()
+        self.finished = sweep is not None  # a lesson's own run: the controls look it up, nothing trains
         if sweep is not None:
             settings = sweep.settings
         self.settings, self.cache_dir = settings, cache_dir
@@ -187,7 +188,6 @@ class StaircaseExplorer(Dashboard):
         self.train_button = w.Button(description="train", tooltip="train this γ in the background")
         self.progress = w.FloatProgress(value=0.0, min=0.0, max=1.0, description="idle")
         self.status = w.Label("")
-        self.finished = sweep is not None  # a lesson's own run: the controls look it up, nothing trains
         if self.finished:
             for control in (self.optimizer, self.new_gamma, self.train_button):
                 control.disabled = True
