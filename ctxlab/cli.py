@@ -198,6 +198,13 @@ def _figures(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_grid_options(p: argparse.ArgumentParser, gammas: list[float], seeds: int) -> None:
+    """The (γ × seed) grid and the run length every training command takes."""
+    p.add_argument("--gammas", type=_positive_float, nargs="+", default=gammas, help="init-scale exponents")
+    p.add_argument("--seeds", type=_positive_int, default=seeds, help="seeds per gamma")
+    p.add_argument("--steps", type=_positive_int, default=None, help="training steps (default: from the profile)")
+
+
 def _add_run_options(p: argparse.ArgumentParser, numbers: str = "the numbers") -> None:
     """The options every training command shares: where it runs, at what scale, where its outputs go."""
     p.add_argument("--device", default="auto", help="cpu, cuda, cuda:N, mps or auto")
@@ -209,9 +216,7 @@ def _add_run_options(p: argparse.ArgumentParser, numbers: str = "the numbers") -
 
 def _add_staircase(sub) -> None:
     s = sub.add_parser("staircase", help="train Emb-MLP on a hierarchy task over a gamma grid; rungs, figure, JSON")
-    s.add_argument("--gammas", type=_positive_float, nargs="+", default=[0.5, 1.0, 1.5], help="init-scale exponents")
-    s.add_argument("--seeds", type=_positive_int, default=3, help="seeds per gamma")
-    s.add_argument("--steps", type=_positive_int, default=None, help="training steps (default: from the profile)")
+    _add_grid_options(s, gammas=[0.5, 1.0, 1.5], seeds=3)
     s.add_argument("--lr", type=_positive_float, default=1.0, help="learning rate")
     s.add_argument("--values", type=_positive_int, default=None,
                    help="attribute values C: labels live in Z_C (default 2: one rung per order)")
@@ -228,9 +233,7 @@ def _add_staircase(sub) -> None:
 def _add_attention(sub) -> None:
     a = sub.add_parser("attention", help="train one attention layer on a task that needs it, next to the same "
                        "model with attention frozen uniform; rungs, figure, JSON")
-    a.add_argument("--gammas", type=_positive_float, nargs="+", default=[1.0], help="init-scale exponents")
-    a.add_argument("--seeds", type=_positive_int, default=3, help="seeds per gamma")
-    a.add_argument("--steps", type=_positive_int, default=None, help="training steps (default: from the profile)")
+    _add_grid_options(a, gammas=[1.0], seeds=3)
     a.add_argument("--lr", type=_positive_float, default=0.2, help="gradient-descent learning rate (default 0.2)")
     _add_run_options(a)
     a.set_defaults(func=_attention)
@@ -239,9 +242,7 @@ def _add_attention(sub) -> None:
 def _add_lm(sub) -> None:
     m = sub.add_parser("lm", help="train a small GPT on real text; KL to n-gram models, alignment; figure + JSON "
                        "(data-parallel under torchrun)")
-    m.add_argument("--gammas", type=_positive_float, nargs="+", default=[1.0], help="init-scale exponents")
-    m.add_argument("--seeds", type=_positive_int, default=1, help="seeds per gamma")
-    m.add_argument("--steps", type=_positive_int, default=None, help="training steps (default: from the profile)")
+    _add_grid_options(m, gammas=[1.0], seeds=1)
     m.add_argument("--source", default="shakespeare", help="shakespeare or pydoc (both ship offline)")
     m.add_argument("--tokenizer", choices=["char", "bpe"], default=None, help="default: char (quick), bpe (full)")
     m.add_argument("--vocab-size", type=_positive_int, default=None, help="BPE vocabulary size (>= 260)")
