@@ -9,7 +9,7 @@ next-token distribution to each n-gram predictor (``NGramPredictor``, counted on
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 
 import torch
@@ -233,6 +233,7 @@ def train_lm(
     weight_decay: float = 0.0,
     eval_windows: int = 64,
     record_every: int | None = None,
+    record_steps: Sequence[int] | None = None,
     probes: dict[str, Callable[[TinyGPT], Tensor]] | None = None,
     prompt: Tensor | None = None,
     sample_at: tuple[int, ...] = (),
@@ -246,7 +247,9 @@ def train_lm(
     """Next-token training of every model in the ensemble on the same random batches.
 
     Records the held-out loss on ``eval_windows`` fixed windows, the embedding, and per yardstick
-    ``kl_<name>`` = KL(model || n-gram), averaged where every yardstick has its full context. With a
+    ``kl_<name>`` = KL(model || n-gram), averaged where every yardstick has its full context, and
+    each of ``probes`` (name -> fn(model)), at every ``record_every`` steps or at the chosen
+    ``record_steps`` (e.g. log-spaced, to fit learning times). With a
     ``prompt``, ``sample_tokens`` tokens are sampled from every model at the ``sample_at`` steps
     (``extras["samples"]`` [K, len(sample_at), len(prompt) + sample_tokens]).
 
@@ -268,7 +271,7 @@ def train_lm(
     params = [p for p in model.parameters() if p.requires_grad]
     opt = Optimizer(optimizer, params, per_model(lr, model.n_models, "lr", dev), 0.0, weight_decay)
     watch = DivergenceWatch(model, opt, on_divergence)
-    wanted = set(recorded_steps(steps, record_every, None))
+    wanted = set(recorded_steps(steps, record_every, record_steps))
     recorder = Recorder(len(wanted))
     samples = []
 

@@ -10,6 +10,7 @@ from ctxlab.plots.fixed_codes import (
     curves_by_label,
     first_layer_shares,
     fixed_codes_curves,
+    gpt_codes_figure,
     r2_band_figure,
 )
 from ctxlab.plots.learning_times import (
@@ -90,6 +91,7 @@ __all__ = [
     "fixed_codes_curves",
     "frequency_alignment_figure",
     "gamma_colors",
+    "gpt_codes_figure",
     "label_levels",
     "learning_time_figure",
     "lm_figure",
