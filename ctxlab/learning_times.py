@@ -12,7 +12,11 @@ the whole population of curves can be fitted and compared with the staircase:
 * :func:`order_losses` and :func:`token_orders` -- the per-sequence loss of the order-k
   statistic p(y | x_1..x_k), and the smallest order that already gives a token its final loss;
 * :func:`reconstruction` -- how well the weighted sum of the fitted sigmoids reproduces the mean
-  loss curve and its derivative (R² of each).
+  loss curve and its derivative (R² of each);
+* on text, :func:`window_loss_probe` records every token of fixed held-out windows during
+  :func:`ctxlab.lm.train_lm`, :func:`ngram_token_losses` orders each token by the n-gram model that
+  predicts it best, and :func:`log_tau_iqr` and :func:`learns_before` measure how spread and how
+  ordered the learning times of each order are (:func:`text_learning_time_experiment`).
 """
 
 from __future__ import annotations
@@ -347,6 +351,20 @@ def log_tau_iqr(tau, orders, min_count: int = 10) -> dict[int, float]:
             q = torch.quantile(values, torch.tensor([0.25, 0.75], dtype=torch.float64))
             out[int(order)] = float(q[1] - q[0])
     return out
+
+
+def learns_before(tau, orders, first: int, second: int) -> float:
+    """The chance that a token of order ``first`` has a smaller τ than a token of order ``second``,
+    over all pairs (ties count half; NaN τ left out): 1 when the two orders' learning times come in
+    that order without overlap, 1/2 when they are mixed as if at random."""
+    tau = torch.as_tensor(tau, dtype=torch.float64)
+    orders = torch.as_tensor(orders)
+    if tau.shape != orders.shape:
+        raise ValueError(f"tau and orders must have the same shape, got {tuple(tau.shape)} and {tuple(orders.shape)}")
+    a, b = (tau[(orders == o) & ~tau.isnan()] for o in (first, second))
+    if a.numel() == 0 or b.numel() == 0:
+        raise ValueError(f"need fitted tokens of both orders {first} and {second}, got {a.numel()} and {b.numel()}")
+    return float(((a[:, None] < b[None]).double() + 0.5 * (a[:, None] == b[None]).double()).mean())
 
 
 @dataclass(frozen=True)

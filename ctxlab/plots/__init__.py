@@ -18,6 +18,7 @@ from ctxlab.plots.learning_times import (
     order_color,
     order_levels,
     reconstruction_figure,
+    spectra_figure,
     token_curves_figure,
 )
 from ctxlab.plots.lm import NGRAM_COLORS, lm_figure, lm_panels, lm_regimes_figure
@@ -112,6 +113,7 @@ __all__ = [
     "rung_step_figure",
     "seed_style",
     "signature_heatmaps",
+    "spectra_figure",
     "staircase_figure",
     "token_curves_figure",
     "token_ticks",

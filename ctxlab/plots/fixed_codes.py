@@ -7,7 +7,7 @@ import math
 
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
-from matplotlib.ticker import FormatStrFormatter
+from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
 
 from ctxlab.plots.style import ORDER_COLORS, SEED_COLORS, label_levels, seed_style
 
@@ -123,8 +123,9 @@ def gpt_codes_figure(result) -> Figure:
         ax.set(xscale="log", xlabel="Adam step (log)", ylabel=ylabel, title=title)
         if curves is not traj.loss:
             ax.set_yscale("log")
+            ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))  # 0.1, 0.2, 0.5, 1, 2, 5, ...
             ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
-            ax.yaxis.set_minor_formatter(FormatStrFormatter("%g"))
+            ax.yaxis.set_minor_formatter(NullFormatter())
     names = ["ln V", *result.entropies]
     label_levels(axes[0, 0], [math.log(result.config["vocab"]), *result.entropies.values()], names)
     axes[0, 0].legend(loc="lower left", fontsize=7)
