@@ -334,14 +334,21 @@ def ngram_token_losses(predictors: Sequence, windows: Tensor, first: int) -> Ten
     return torch.stack(rows)
 
 
+def _tau_and_orders(tau, orders) -> tuple[Tensor, Tensor]:
+    """τ as float64 and the orders broadcast to its shape (one order per token serves every seed)."""
+    tau, orders = torch.as_tensor(tau, dtype=torch.float64), torch.as_tensor(orders)
+    try:
+        return tau, orders.expand_as(tau)
+    except RuntimeError:
+        raise ValueError(f"orders must have the shape of tau or broadcast to it, got {tuple(orders.shape)} "
+                         f"and {tuple(tau.shape)}") from None
+
+
 def log_tau_iqr(tau, orders, min_count: int = 10) -> dict[int, float]:
-    """Interquartile range of ln τ among the tokens of each order (unfitted curves, NaN τ, left out):
+    """Interquartile range of ln τ among the tokens of each order (pooled over seeds; unfitted curves, NaN τ, left out):
     how far a population of learning times is spread, in log-steps. Orders with fewer than
     ``min_count`` fitted tokens get no entry (a quartile of a handful means little)."""
-    tau = torch.as_tensor(tau, dtype=torch.float64)
-    orders = torch.as_tensor(orders)
-    if tau.shape != orders.shape:
-        raise ValueError(f"tau and orders must have the same shape, got {tuple(tau.shape)} and {tuple(orders.shape)}")
+    tau, orders = _tau_and_orders(tau, orders)
     integer(min_count, "min_count", minimum=2)
     log_tau = tau.log()
     out = {}
@@ -357,10 +364,7 @@ def learns_before(tau, orders, first: int, second: int) -> float:
     """The chance that a token of order ``first`` has a smaller τ than a token of order ``second``,
     over all pairs (ties count half; NaN τ left out): 1 when the two orders' learning times come in
     that order without overlap, 1/2 when they are mixed as if at random."""
-    tau = torch.as_tensor(tau, dtype=torch.float64)
-    orders = torch.as_tensor(orders)
-    if tau.shape != orders.shape:
-        raise ValueError(f"tau and orders must have the same shape, got {tuple(tau.shape)} and {tuple(orders.shape)}")
+    tau, orders = _tau_and_orders(tau, orders)
     a, b = (tau[(orders == o) & ~tau.isnan()] for o in (first, second))
     if a.numel() == 0 or b.numel() == 0:
         raise ValueError(f"need fitted tokens of both orders {first} and {second}, got {a.numel()} and {b.numel()}")
@@ -370,8 +374,9 @@ def learns_before(tau, orders, first: int, second: int) -> float:
 @dataclass(frozen=True)
 class TextLearningTimes:
     """:func:`text_learning_time_experiment`: every contextualised token's held-out loss [K, M, T],
-    its fit, its n-gram order [M] (1 unigram, 2 bigram, 3 trigram: the model that gives it the lowest
-    loss), the n-gram losses [3, M] and the mean-loss reconstruction; entropies as in lesson 09."""
+    its fit, its order [M], the n-gram losses [3, M] and the mean-loss reconstruction; entropies as in
+    lesson 09. A token's order is the number of context tokens of the n-gram model that gives it the
+    lowest loss (0 unigram, 1 bigram, 2 trigram), as an order on the synthetic task counts context tokens."""
 
     steps: Tensor
     curves: Tensor
@@ -394,7 +399,8 @@ def text_learning_time_experiment(seeds: Sequence[int] = (0, 1, 2), steps: int =
                                   device=None, progress: bool | None = None) -> TextLearningTimes:
     """Lesson 15 on text: small GPTs (lesson 09's TinyGPT, one block, Adam) on the shipped Shakespeare,
     characters; the loss of every token of ``windows`` fixed held-out windows recorded at log-spaced
-    steps, one sigmoid fitted per curve, each token ordered by the n-gram model that predicts it best."""
+    steps, one sigmoid fitted per curve, each token ordered by the n-gram model that predicts it best
+    (:class:`TextLearningTimes`)."""
     from ctxlab.experiments.gpt import text_data
     from ctxlab.lm import TinyGPT, random_windows, train_lm
 
@@ -414,5 +420,5 @@ def text_learning_time_experiment(seeds: Sequence[int] = (0, 1, 2), steps: int =
     fit = fit_sigmoids(run.steps, curves)
     ngram = ngram_token_losses(list(data.yardsticks.values()), probe_windows, first).flatten(1)  # [3, M]
     rec = reconstruction(run.steps, curves, fit, torch.ones(curves.shape[1]))
-    return TextLearningTimes(run.steps, curves, fit, ngram.argmin(0) + 1, ngram, rec, data.entropies, seeds,
+    return TextLearningTimes(run.steps, curves, fit, ngram.argmin(0), ngram, rec, data.entropies, seeds,
                              time.perf_counter() - start)

@@ -187,7 +187,8 @@ def test_spread_and_precedence_of_learning_times():
     assert learns_before(tau, orders, 1, 2) == 1.0 and learns_before(tau, orders, 2, 1) == 0.0
     mixed = torch.tensor([1.0, 2.0, 3.0, 4.0])
     assert learns_before(mixed, torch.tensor([1, 2, 2, 1]), 1, 2) == 0.5 and learns_before(mixed, torch.ones(4), 1, 1) == 0.5
-    with pytest.raises(ValueError, match="same shape"):
+    assert learns_before(torch.stack([tau, tau]), orders, 1, 2) == 1.0  # one order per token serves every seed
+    with pytest.raises(ValueError, match="broadcast"):
         log_tau_iqr(tau, orders[:3])
     with pytest.raises(ValueError, match="both orders 1 and 3"):
         learns_before(tau, orders, 1, 3)
@@ -198,10 +199,10 @@ def test_text_learning_times_run_order_and_draw():
                                            progress=False)
     K, M, T = result.curves.shape
     assert (K, M) == (2, 3 * 5) and T == len(result.steps) and result.steps.tolist()[0] == 1  # positions 1..5 of 3 windows
-    assert result.ngram_losses.shape == (3, M) and set(result.orders.tolist()) <= {1, 2, 3}
-    assert torch.equal(result.orders, result.ngram_losses.argmin(0) + 1)
+    assert result.ngram_losses.shape == (3, M) and set(result.orders.tolist()) <= {0, 1, 2}  # context tokens
+    assert torch.equal(result.orders, result.ngram_losses.argmin(0))
     assert result.rec.r2_curve.shape == (2,) and set(result.entropies) == {"unigram", "bigram", "trigram"}
     json.loads(json.dumps(result.to_json()))
-    fig = spectra_figure({"text": (result.fit.tau, result.orders, {1: "unigram", 2: "bigram", 3: "trigram"})}, {"text": 8})
+    fig = spectra_figure({"text": (result.fit.tau, result.orders, {0: "unigram", 1: "bigram", 2: "trigram"})}, {"text": 8})
     assert len(fig.axes) == 1
     plt.close("all")

@@ -121,7 +121,7 @@ def spectra_figure(panels: dict, last_steps: dict | None = None, bins: int = 36)
     names)), the share of each order's tokens per bin of τ (one colour per order) and, above them,
     each order's interquartile range of τ as a bar with its median as a dot.
 
-    tau, orders: same shape (NaN τ left out); names: order -> its legend name; last_steps: title ->
+    tau: [..., N] (NaN τ left out); orders: its shape, or [N] for every seed; names: order -> its legend name; last_steps: title ->
     the run's last step, drawn dotted (a τ beyond it is an extrapolation of the fit).
     """
     fig, axes = plt.subplots(1, len(panels), figsize=(5.0 * len(panels), 3.4), sharex=True, squeeze=False)
@@ -129,8 +129,9 @@ def spectra_figure(panels: dict, last_steps: dict | None = None, bins: int = 36)
     every = every[~every.isnan()]
     edges = torch.logspace(float(every.min().log10()) - 0.05, float(every.max().log10()) + 0.05, bins + 1, dtype=torch.float64)
     for ax, (title, (tau, orders, names)) in zip(axes[0], panels.items()):
-        tau, orders = torch.as_tensor(tau, dtype=torch.float64), torch.as_tensor(orders)
-        tau, orders = tau[~tau.isnan()], orders.expand_as(tau)[~tau.isnan()] if orders.shape != tau.shape else orders[~tau.isnan()]
+        tau = torch.as_tensor(tau, dtype=torch.float64)
+        keep = ~tau.isnan()
+        tau, orders = tau[keep], torch.as_tensor(orders).expand_as(keep)[keep]  # one order per token serves every seed
         top = 0.0
         for order, name in names.items():
             values = tau[orders == order]
