@@ -13,16 +13,14 @@ the whole population of curves can be fitted and compared with the staircase:
   statistic p(y | x_1..x_k), and the smallest order that already gives a token its final loss;
 * :func:`reconstruction` -- how well the weighted sum of the fitted sigmoids reproduces the mean
   loss curve and its derivative (R² of each);
-* on text, :func:`window_loss_probe` records every token of fixed held-out windows during
-  :func:`ctxlab.lm.train_lm`, :func:`ngram_token_losses` orders each token by the n-gram model that
-  predicts it best, and :func:`log_tau_iqr` and :func:`learns_before` measure how spread and how
-  ordered the learning times of each order are (:func:`text_learning_time_experiment`).
+* :func:`log_tau_iqr` and :func:`learns_before` -- how spread the learning times of each order
+  are, and how far one order comes before another (the same measures on text:
+  :mod:`ctxlab.learning_times_text`).
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -31,7 +29,7 @@ from torch import Tensor
 from ctxlab.dataset import Dataset
 from ctxlab.signatures import joint
 from ctxlab.train import Optimizer
-from ctxlab.validate import finite, integer, number, token_ids
+from ctxlab.validate import finite, integer, number
 
 
 def token_loss_probe(data: Dataset) -> Callable:
@@ -294,44 +292,7 @@ def learning_time_experiment(gamma: float = 1.0, profile: str | None = None, dev
                          stair_onsets(run.steps, run.loss, levels), seeds)
 
 
-# --- on text: the small GPT of lesson 09 ----------------------------------------------------------
-
-
-def window_loss_probe(windows: Tensor, first: int = 0) -> Callable:
-    """A probe for :func:`ctxlab.lm.train_lm`: the loss of every contextualised token of fixed
-    windows [N, T + 1] (inputs and their next tokens), at positions ``first`` .. T-1: [K, N, T - first].
-
-    ``first`` leaves out the positions where a yardstick lacks its full context (2 for a trigram).
-    """
-    windows = token_ids(windows, "windows")
-    if windows.ndim != 2 or windows.shape[1] < 2:
-        raise ValueError(f"windows must be [N, T + 1] token ids with T >= 1, got shape {tuple(windows.shape)}")
-    if not 0 <= integer(first, "first") < windows.shape[1] - 1:
-        raise ValueError(f"first must lie in [0, {windows.shape[1] - 1}) for windows of {windows.shape[1] - 1} inputs")
-
-    def token_loss(model) -> Tensor:
-        x = windows.to(model.embedding.device)
-        logp = torch.log_softmax(model(x[:, :-1])[:, :, first:], dim=-1)
-        targets = x[:, first + 1:].expand(logp.shape[0], -1, -1)
-        return -logp.gather(-1, targets[..., None]).squeeze(-1)
-
-    return token_loss
-
-
-def ngram_token_losses(predictors: Sequence, windows: Tensor, first: int) -> Tensor:
-    """The loss each n-gram model (:class:`ctxlab.lm.NGramPredictor`, in the order given) gives every
-    token of :func:`window_loss_probe`'s windows, positions ``first`` .. T-1: [n_models, N, T - first]."""
-    windows = token_ids(windows, "windows")
-    if windows.ndim != 2:
-        raise ValueError(f"windows must be [N, T + 1] token ids, got shape {tuple(windows.shape)}")
-    x, targets = windows[:, :-1], windows[:, first + 1:]
-    rows = []
-    for predictor in predictors:
-        if first < predictor.n - 2:
-            raise ValueError(f"a {predictor.n}-gram needs first >= {predictor.n - 2} (its full context), got {first}")
-        probs = predictor.predict(x)[:, first - (predictor.n - 2):]  # positions first .. T-1
-        rows.append(-probs.gather(-1, targets[..., None].to(probs.device)).squeeze(-1).double().log().cpu())
-    return torch.stack(rows)
+# --- how spread and how ordered a spectrum is ------------------------------------------------------
 
 
 def _tau_and_orders(tau, orders) -> tuple[Tensor, Tensor]:
@@ -369,56 +330,3 @@ def learns_before(tau, orders, first: int, second: int) -> float:
     if a.numel() == 0 or b.numel() == 0:
         raise ValueError(f"need fitted tokens of both orders {first} and {second}, got {a.numel()} and {b.numel()}")
     return float(((a[:, None] < b[None]).double() + 0.5 * (a[:, None] == b[None]).double()).mean())
-
-
-@dataclass(frozen=True)
-class TextLearningTimes:
-    """:func:`text_learning_time_experiment`: every contextualised token's held-out loss [K, M, T],
-    its fit, its order [M], the n-gram losses [3, M] and the mean-loss reconstruction; entropies as in
-    lesson 09. A token's order is the number of context tokens of the n-gram model that gives it the
-    lowest loss (0 unigram, 1 bigram, 2 trigram), as an order on the synthetic task counts context tokens."""
-
-    steps: Tensor
-    curves: Tensor
-    fit: SigmoidFit
-    orders: Tensor
-    ngram_losses: Tensor
-    rec: Reconstruction
-    entropies: dict[str, float]
-    seeds: list[int]
-    seconds: float
-
-    def to_json(self) -> dict:
-        return {"seeds": self.seeds, "entropies": self.entropies, "orders": self.orders.tolist(),
-                "tau": self.fit.tau.tolist(), "r2": self.fit.r2.tolist(), "r2_curve": self.rec.r2_curve.tolist(),
-                "r2_slope": self.rec.r2_slope.tolist(), "seconds": round(self.seconds, 2)}
-
-
-def text_learning_time_experiment(seeds: Sequence[int] = (0, 1, 2), steps: int = 400, context: int = 16, d: int = 32,
-                                  batch_size: int = 16, lr: float = 1e-2, windows: int = 32, records: int = 40,
-                                  device=None, progress: bool | None = None) -> TextLearningTimes:
-    """Lesson 15 on text: small GPTs (lesson 09's TinyGPT, one block, Adam) on the shipped Shakespeare,
-    characters; the loss of every token of ``windows`` fixed held-out windows recorded at log-spaced
-    steps, one sigmoid fitted per curve, each token ordered by the n-gram model that predicts it best
-    (:class:`TextLearningTimes`)."""
-    from ctxlab.experiments.gpt import text_data
-    from ctxlab.lm import TinyGPT, random_windows, train_lm
-
-    seeds = [integer(s, "seeds") for s in seeds]
-    if not seeds:
-        raise ValueError("seeds must name at least one seed")
-    integer(windows, "windows", minimum=1)
-    data = text_data("shakespeare", "char")
-    first = max(p.n for p in data.yardsticks.values()) - 2  # every yardstick has its full context from here
-    probe_windows = random_windows(data.held_out, windows, context, torch.Generator().manual_seed(12345))
-    model = TinyGPT(data.vocab_size, context, d=d, n_layers=1, n_heads=2, gamma=[1.0] * len(seeds), seed=seeds)
-    start = time.perf_counter()
-    run = train_lm(model, data.train, steps, eval_tokens=data.held_out, batch_size=batch_size, optimizer="adam", lr=lr,
-                   record_steps=log_spaced_steps(steps, records), probes={"token_loss": window_loss_probe(probe_windows, first)},
-                   device=device, progress=progress)
-    curves = run.extras["token_loss"].flatten(2).transpose(1, 2).double()  # [K, M, T]
-    fit = fit_sigmoids(run.steps, curves)
-    ngram = ngram_token_losses(list(data.yardsticks.values()), probe_windows, first).flatten(1)  # [3, M]
-    rec = reconstruction(run.steps, curves, fit, torch.ones(curves.shape[1]))
-    return TextLearningTimes(run.steps, curves, fit, ngram.argmin(0), ngram, rec, data.entropies, seeds,
-                             time.perf_counter() - start)

@@ -246,12 +246,10 @@ def train_lm(
 ) -> Trajectory:
     """Next-token training of every model in the ensemble on the same random batches.
 
-    Records the held-out loss on ``eval_windows`` fixed windows, the embedding, and per yardstick
-    ``kl_<name>`` = KL(model || n-gram), averaged where every yardstick has its full context, and
-    each of ``probes`` (name -> fn(model)), at every ``record_every`` steps or at the chosen
-    ``record_steps`` (e.g. log-spaced, to fit learning times). With a
-    ``prompt``, ``sample_tokens`` tokens are sampled from every model at the ``sample_at`` steps
-    (``extras["samples"]`` [K, len(sample_at), len(prompt) + sample_tokens]).
+    Records, every ``record_every`` steps or at ``record_steps``, the held-out loss on ``eval_windows`` fixed
+    windows, the embedding, per yardstick ``kl_<name>`` = KL(model || n-gram) where all have their full context,
+    and each of ``probes`` (name -> fn(model)). With a ``prompt``, ``sample_tokens`` tokens are sampled from
+    every model at the ``sample_at`` steps (``extras["samples"]`` [K, len(sample_at), len(prompt) + sample_tokens]).
 
     Under ``torchrun`` (gloo on CPU, NCCL on GPUs) every rank draws the same global batch, trains on
     its slice and averages gradients, so N processes follow the path of one; a model diverges (as in
@@ -272,8 +270,7 @@ def train_lm(
     opt = Optimizer(optimizer, params, per_model(lr, model.n_models, "lr", dev), 0.0, weight_decay)
     watch = DivergenceWatch(model, opt, on_divergence)
     wanted = set(recorded_steps(steps, record_every, record_steps))
-    recorder = Recorder(len(wanted))
-    samples = []
+    recorder, samples = Recorder(len(wanted)), []
 
     def step_loss(step: int) -> Tensor:
         batch = random_windows(train_tokens, batch_size, T, batches)[rank::world].to(dev)

@@ -49,8 +49,8 @@ from ctxlab.learning_times import (
     learns_before,
     log_tau_iqr,
     order_losses,
-    text_learning_time_experiment,
 )
+from ctxlab.learning_times_text import text_learning_time_experiment
 from ctxlab.tasks import hierarchy_task
 
 # %% [markdown]

@@ -16,14 +16,16 @@ from ctxlab.learning_times import (
     learns_before,
     log_spaced_steps,
     log_tau_iqr,
-    ngram_token_losses,
     order_losses,
     r_squared,
     reconstruction,
     sigmoid_curve,
-    text_learning_time_experiment,
     token_loss_probe,
     token_orders,
+)
+from ctxlab.learning_times_text import (
+    ngram_token_losses,
+    text_learning_time_experiment,
     window_loss_probe,
 )
 from ctxlab.lm import NGramPredictor, TinyGPT, next_token_loss, train_lm
