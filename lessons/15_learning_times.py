@@ -276,8 +276,8 @@ fig = plots.token_curves_figure(text.steps, text.curves, text.fit.curves(text.st
 # One panel per order, every token's curve (thin, all seeds), the mean of the fitted sigmoids per
 # seed (black) and, dashed, the loss that each n-gram model gives those tokens (order 0 =
 # unigram, 1 = bigram, 2 = trigram). All curves start at ln V and fall together in the first
-# few steps; many jump up for a moment near step 9 (an Adam step too large for them) and come
-# back. Then they fan out, each token on its own path: the order-0 tokens (the characters that
+# few steps; many jump up for a moment near step 9 and come back (the mean loss has the same
+# spike, below). Then they fan out, each token on its own path: the order-0 tokens (the characters that
 # context makes *less* likely) climb back up, while the others keep falling on average. The
 # order-2 tokens end at the bigram model's loss, far above the trigram model's: in 400 steps
 # these GPTs have not learned what the trigram model knows about them, so their learning times
@@ -349,10 +349,10 @@ print("text: R² of the loss:", [round(v, 3) for v in text.rec.r2_curve.tolist()
 fig = plots.reconstruction_figure(text.steps, text.rec)
 
 # %% [markdown]
-# The sum of sigmoids follows the mean loss on text as closely as on the synthetic task, and
-# again misses the shape of its derivative: the rebuilt speed of descent has the first drop's
-# peak at under 60 % of its measured height, and after it runs smoothly through the measured
-# one's bumps (which dip below zero where the loss rises for a step).
+# The sum of sigmoids follows the mean loss on text about as closely as on the synthetic task,
+# and again misses the shape of its derivative: the rebuilt speed of descent has the first
+# drop's peak at under 60 % of its measured height, and after it runs smoothly through the
+# measured one's bumps (which dip below zero where the loss rises for a step).
 
 # %%
 # NBVAL_CHECK_OUTPUT
