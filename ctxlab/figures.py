@@ -262,6 +262,26 @@ def _fixed_codes(profile: str, device):
     return fixed_codes_curves(result), result.to_json()
 
 
+@register("14_fixed_codes_gpt", "14_fixed_codes", "In the small GPT on text, fixed codes skip the stop at the unigram model")
+def _fixed_codes_gpt(profile: str, device):
+    from ctxlab.fixed_codes import gpt_codes_experiment
+    from ctxlab.plots import gpt_codes_figure
+
+    result = gpt_codes_experiment(seeds=(0, 1, 2), steps=300, device=device, progress=False)
+    return gpt_codes_figure(result), result.to_json()
+
+
+@register("15_learning_times_text", "15_learning_times", "On text the learning times of every n-gram order smear")
+def _learning_times_text(profile: str, device):
+    from ctxlab.learning_times_text import text_learning_time_experiment
+    from ctxlab.plots import spectra_figure
+
+    result = text_learning_time_experiment(seeds=(0, 1, 2), steps=400, device=device, progress=False)
+    title = "text (TinyGPT, Adam)"
+    names = {0: "order 0 (unigram)", 1: "order 1 (bigram)", 2: "order 2 (trigram)"}
+    return spectra_figure({title: (result.fit.tau, result.orders, names)}, {title: int(result.steps[-1])}), result.to_json()
+
+
 # --- running them --------------------------------------------------------------------------------
 
 

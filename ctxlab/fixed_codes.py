@@ -1,4 +1,4 @@
-"""No trainable input embedding: the Emb-MLP reading fixed binary codes of the token ids (lesson 14).
+"""No trainable input embedding: the Emb-MLP and the small GPT reading fixed binary codes of the token ids (lesson 14).
 
 Bochkov (arXiv 2605.09751) replaces the input table by fixed ⌈log₂V⌉-bit codes tiled to the model
 width. Here the same swap is made in the course's Emb-MLP, so the staircase can be read with and
@@ -8,11 +8,13 @@ without a table that moves:
   classroom stand-in for the paper's affine recoding: it decides which bit patterns a task's
   attributes line up with);
 * :func:`fixed_code_ensemble` trains learned tables and fixed codes side by side in one batched
-  Emb-MLP (it reuses :func:`ctxlab.transplant.freeze_embedding`);
+  Emb-MLP (through :func:`fix_tables`);
 * :func:`first_layer_rows` (:func:`first_layer_tokens` for a model) is where the token's structure
   can go once E cannot move: each token's row of its own position's first-layer table, E W1_l;
 * :func:`code_reach` says how much of a signature a linear read of the codes can express at all;
-* :func:`fixed_codes_experiment` runs the lesson's comparison and reads it rung by rung.
+* :func:`fixed_codes_experiment` runs the lesson's comparison and reads it rung by rung;
+* :func:`fix_tables` fixes the input table of chosen models of any ensemble, and
+  :func:`gpt_codes_experiment` makes the same swap in the small GPT of lesson 09, on text.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from torch import Tensor
 from ctxlab.align import order_shares, permutation_baseline, subspace_fraction
 from ctxlab.dataset import Dataset
 from ctxlab.experiments import HEADLINE_TASK
-from ctxlab.models import EmbMLP, make_model
+from ctxlab.models import EmbMLP, Ensemble, make_model
 from ctxlab.rungs import Rungs, measure_runs
 from ctxlab.signatures import Signature, label_signature
 from ctxlab.tasks import Task, hierarchy_task
@@ -81,11 +83,25 @@ def fixed_code_ensemble(task: Task, tables: Mapping[str, Tensor | None], seeds: 
     names = [name for name in tables for _ in seeds]
     model = make_model("mlp", task, d=d, hidden=hidden, gamma=gamma, seed=seeds * len(tables))
     fixed = {k: tables[name] for k, name in enumerate(names) if tables[name] is not None}
-    transplant(model, fixed)
+    fix_tables(model, fixed)
     with torch.no_grad():
         for k in fixed:
             model.w1[k] *= d ** (-gamma)
-    return freeze_embedding(model, [k in fixed for k in range(len(names))]), names
+    return model, names
+
+
+def fix_tables(model: Ensemble, tables: Mapping[int, Tensor]) -> Ensemble:
+    """Model k's input table becomes ``tables[k]`` ([V, d], e.g. :func:`binary_codes`) and stays so;
+    every other model of the ensemble keeps its learned table and every other weight its init.
+
+    One call for every ensemble with an ``embedding`` (the Emb-MLP, the small GPT): the tables are
+    written by :func:`ctxlab.transplant.transplant` and frozen by
+    :func:`ctxlab.transplant.freeze_embedding`, which both training loops honour. Returns the model.
+    """
+    if not tables:
+        raise ValueError("tables must give a fixed [V, d] table for at least one model index")
+    transplant(model, tables)
+    return freeze_embedding(model, [k in tables for k in range(model.n_models)])
 
 
 def token_positions(data: Dataset) -> Tensor:
@@ -215,3 +231,72 @@ def fixed_codes_experiment(gamma: float = 1.0, seeds: Sequence[int] = (0, 1, 2),
              for name, table in tables.items()}
     return FixedCodesResult(task, names, traj, levels, measure_runs(traj.steps, traj.loss, levels), signatures,
                             shares, chance, reach, seconds)
+
+
+# --- the small GPT on text ------------------------------------------------------------------------
+
+GPT_CONDITIONS = ("learned", "fixed codes")
+
+
+@dataclass
+class GPTCodesResult:
+    """Small GPTs on text with a learned table and with fixed codes: held-out loss and KL to each
+    n-gram model (``trajectory.extras["kl_<name>"]``), recorded at log-spaced steps."""
+
+    names: list[str]  # [K] condition of each model
+    trajectory: Trajectory
+    entropies: dict[str, float]  # held-out cross-entropy of the unigram, bigram and trigram models
+    config: dict
+    seconds: float
+
+    def models(self, name: str) -> list[int]:
+        """Indices of the models of one condition."""
+        if name not in self.names:
+            raise ValueError(f"unknown condition {name!r}; choose one of {list(dict.fromkeys(self.names))}")
+        return [k for k, n in enumerate(self.names) if n == name]
+
+    def kl_minimum_steps(self) -> dict[str, list[int]]:
+        """Per n-gram model, the recorded step where each GPT is closest to it."""
+        traj = self.trajectory
+        return {name: traj.steps[traj.extras[f"kl_{name}"].argmin(-1)].tolist() for name in self.entropies}
+
+    def to_json(self) -> dict:
+        traj = self.trajectory
+        return {"config": self.config, "conditions": self.names, "seeds": traj.seeds, "steps": traj.steps.tolist(),
+                "held_out_loss": traj.loss.round(decimals=5).tolist(),
+                "kl": {name: traj.extras[f"kl_{name}"].round(decimals=5).tolist() for name in self.entropies},
+                "ngram_entropies": {name: round(h, 5) for name, h in self.entropies.items()},
+                "kl_minimum_steps": self.kl_minimum_steps(), "seconds": round(self.seconds, 2)}
+
+
+def gpt_codes_experiment(seeds: Sequence[int] = (0, 1, 2), steps: int = 300, gamma: float = 1.0, context: int = 16,
+                         d: int = 32, n_layers: int = 1, batch_size: int = 16, lr: float = 1e-2, records: int = 30,
+                         device=None, progress: bool | None = None) -> GPTCodesResult:
+    """The TinyGPT of lesson 09 on the shipped Shakespeare, characters, with a learned token table and
+    with fixed ±1 codes of the ids (:func:`binary_codes`, tiled to d), same γ and seeds, one batched
+    Adam run on the same batches (:func:`ctxlab.lm.train_lm`).
+
+    The codes enter the residual stream at full size (±1): unlike the Emb-MLP there is no single
+    first layer to move a small-init factor into, since every block and the read-out read the stream.
+    """
+    from ctxlab.experiments.gpt import text_data
+    from ctxlab.learning_times import log_spaced_steps
+    from ctxlab.lm import TinyGPT, train_lm
+
+    seeds = [integer(s, "seeds") for s in seeds]
+    if not seeds:
+        raise ValueError("seeds must name at least one seed")
+    number(gamma, "gamma", positive=True)
+    data = text_data("shakespeare", "char")
+    V = data.vocab_size
+    names = [name for name in GPT_CONDITIONS for _ in seeds]
+    model = TinyGPT(V, context, d=d, n_layers=n_layers, n_heads=2, gamma=[gamma] * len(names), seed=seeds * 2)
+    codes = binary_codes(V, d)
+    fix_tables(model, {k: codes for k, name in enumerate(names) if name == "fixed codes"})
+    start = time.perf_counter()
+    traj = train_lm(model, data.train, steps, eval_tokens=data.held_out, yardsticks=data.yardsticks,
+                    batch_size=batch_size, optimizer="adam", lr=lr, record_steps=[0, *log_spaced_steps(steps, records)],
+                    device=device, progress=progress)
+    config = {"vocab": V, "bits": code_width(V), "context": context, "d": d, "n_layers": n_layers, "n_heads": 2,
+              "batch_size": batch_size, "optimizer": "adam", "lr": lr, "steps": steps, "gamma": gamma}
+    return GPTCodesResult(names, traj, data.entropies, config, time.perf_counter() - start)

@@ -12,7 +12,10 @@ the whole population of curves can be fitted and compared with the staircase:
 * :func:`order_losses` and :func:`token_orders` -- the per-sequence loss of the order-k
   statistic p(y | x_1..x_k), and the smallest order that already gives a token its final loss;
 * :func:`reconstruction` -- how well the weighted sum of the fitted sigmoids reproduces the mean
-  loss curve and its derivative (R² of each).
+  loss curve and its derivative (R² of each);
+* :func:`log_tau_iqr` and :func:`learns_before` -- how spread the learning times of each order
+  are, and how far one order comes before another (the same measures on text:
+  :mod:`ctxlab.learning_times_text`).
 """
 
 from __future__ import annotations
@@ -287,3 +290,43 @@ def learning_time_experiment(gamma: float = 1.0, profile: str | None = None, dev
     return LearningTimes(run.steps, curves, fit, token_orders(data, curves[..., -1], tol),
                          reconstruction(run.steps, curves, fit, data.weights), levels,
                          stair_onsets(run.steps, run.loss, levels), seeds)
+
+
+# --- how spread and how ordered a spectrum is ------------------------------------------------------
+
+
+def _tau_and_orders(tau, orders) -> tuple[Tensor, Tensor]:
+    """τ as float64 and the orders broadcast to its shape (one order per token serves every seed)."""
+    tau, orders = torch.as_tensor(tau, dtype=torch.float64), torch.as_tensor(orders)
+    try:
+        return tau, orders.expand_as(tau)
+    except RuntimeError:
+        raise ValueError(f"orders must have the shape of tau or broadcast to it, got {tuple(orders.shape)} "
+                         f"and {tuple(tau.shape)}") from None
+
+
+def log_tau_iqr(tau, orders, min_count: int = 10) -> dict[int, float]:
+    """Interquartile range of ln τ among the tokens of each order (pooled over seeds; unfitted curves, NaN τ, left out):
+    how far a population of learning times is spread, in log-steps. Orders with fewer than
+    ``min_count`` fitted tokens get no entry (a quartile of a handful means little)."""
+    tau, orders = _tau_and_orders(tau, orders)
+    integer(min_count, "min_count", minimum=2)
+    log_tau = tau.log()
+    out = {}
+    for order in sorted(set(orders[~tau.isnan()].tolist())):
+        values = log_tau[(orders == order) & ~tau.isnan()]
+        if values.numel() >= min_count:
+            q = torch.quantile(values, torch.tensor([0.25, 0.75], dtype=torch.float64))
+            out[int(order)] = float(q[1] - q[0])
+    return out
+
+
+def learns_before(tau, orders, first: int, second: int) -> float:
+    """The chance that a token of order ``first`` has a smaller τ than a token of order ``second``,
+    over all pairs (ties count half; NaN τ left out): 1 when the two orders' learning times come in
+    that order without overlap, 1/2 when they are mixed as if at random."""
+    tau, orders = _tau_and_orders(tau, orders)
+    a, b = (tau[(orders == o) & ~tau.isnan()] for o in (first, second))
+    if a.numel() == 0 or b.numel() == 0:
+        raise ValueError(f"need fitted tokens of both orders {first} and {second}, got {a.numel()} and {b.numel()}")
+    return float(((a[:, None] < b[None]).double() + 0.5 * (a[:, None] == b[None]).double()).mean())

@@ -9,7 +9,7 @@ next-token distribution to each n-gram predictor (``NGramPredictor``, counted on
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 
 import torch
@@ -233,6 +233,7 @@ def train_lm(
     weight_decay: float = 0.0,
     eval_windows: int = 64,
     record_every: int | None = None,
+    record_steps: Sequence[int] | None = None,
     probes: dict[str, Callable[[TinyGPT], Tensor]] | None = None,
     prompt: Tensor | None = None,
     sample_at: tuple[int, ...] = (),
@@ -245,10 +246,10 @@ def train_lm(
 ) -> Trajectory:
     """Next-token training of every model in the ensemble on the same random batches.
 
-    Records the held-out loss on ``eval_windows`` fixed windows, the embedding, and per yardstick
-    ``kl_<name>`` = KL(model || n-gram), averaged where every yardstick has its full context. With a
-    ``prompt``, ``sample_tokens`` tokens are sampled from every model at the ``sample_at`` steps
-    (``extras["samples"]`` [K, len(sample_at), len(prompt) + sample_tokens]).
+    Records, every ``record_every`` steps or at ``record_steps``, the held-out loss on ``eval_windows`` fixed
+    windows, the embedding, per yardstick ``kl_<name>`` = KL(model || n-gram) where all have their full context,
+    and each of ``probes`` (name -> fn(model)). With a ``prompt``, ``sample_tokens`` tokens are sampled from
+    every model at the ``sample_at`` steps (``extras["samples"]`` [K, len(sample_at), len(prompt) + sample_tokens]).
 
     Under ``torchrun`` (gloo on CPU, NCCL on GPUs) every rank draws the same global batch, trains on
     its slice and averages gradients, so N processes follow the path of one; a model diverges (as in
@@ -268,9 +269,8 @@ def train_lm(
     params = [p for p in model.parameters() if p.requires_grad]
     opt = Optimizer(optimizer, params, per_model(lr, model.n_models, "lr", dev), 0.0, weight_decay)
     watch = DivergenceWatch(model, opt, on_divergence)
-    wanted = set(recorded_steps(steps, record_every, None))
-    recorder = Recorder(len(wanted))
-    samples = []
+    wanted = set(recorded_steps(steps, record_every, record_steps))
+    recorder, samples = Recorder(len(wanted)), []
 
     def step_loss(step: int) -> Tensor:
         batch = random_windows(train_tokens, batch_size, T, batches)[rank::world].to(dev)

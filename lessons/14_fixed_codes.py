@@ -11,13 +11,15 @@
 #    which part of the staircase survives the swap;
 # 3. find where a token's structure goes when E is fixed: the first layer's token representation
 #    E W1_l, scored against the signatures and against shuffled signatures;
-# 4. tell a code that hands the task's attribute to the first layer from one that does not.
+# 4. tell a code that hands the task's attribute to the first layer from one that does not;
+# 5. make the same swap in the small GPT of lesson 09 and compare its path past the n-gram models.
 #
-# **Prerequisites.** Lesson 02 (subspace fraction, permutation baselines) and lesson 03 (the
-# staircase, the Emb-MLP, reading a curve rung by rung).
+# **Prerequisites.** Lesson 02 (subspace fraction, permutation baselines), lesson 03 (the
+# staircase, the Emb-MLP, reading a curve rung by rung) and lesson 09 (the small GPT, KL to the
+# n-gram models).
 #
-# **Run time.** About 25 s on one CPU core: one batched ensemble of 9 Emb-MLPs for 1200 full-batch
-# steps, then 3 more for 300 steps.
+# **Run time.** About 30 s on one CPU core: one batched ensemble of 9 Emb-MLPs for 1200 full-batch
+# steps, then 3 more for 300 steps, then 6 small GPTs for 300 Adam steps on text.
 
 # %% [markdown]
 # ## The question
@@ -38,6 +40,8 @@
 #   with the signatures, as E did?
 
 # %%
+import math
+
 from ctxlab import plots
 from ctxlab.experiments import level_names
 from ctxlab.fixed_codes import (
@@ -46,9 +50,10 @@ from ctxlab.fixed_codes import (
     code_width,
     fixed_code_ensemble,
     fixed_codes_experiment,
+    gpt_codes_experiment,
     token_positions,
 )
-from ctxlab.rungs import measure_runs
+from ctxlab.rungs import crossing_step, measure_runs
 from ctxlab.signatures import label_signature
 from ctxlab.tasks import hierarchy_task
 from ctxlab.train import train
@@ -278,6 +283,82 @@ print("shuffled codes: every seed below the 95 % shuffle level:", all(float(r2[k
 # themselves, and the first layer only has to pick the right bit.
 
 # %% [markdown]
+# ## The small GPT with fixed codes
+#
+# Bochkov's model is a transformer trained on text, not an Emb-MLP on a designed task. So we make
+# the same swap in the small GPT of lesson 09 (`TinyGPT`, no LayerNorm, one block, 2 heads,
+# d = 32, context 16) on the shipped Shakespeare, character by character: V = 76 characters, so
+# K = ⌈log₂76⌉ = 7 bits, tiled to d = 32. Two conditions at the same γ = 1, 3 seeds each, in one
+# batched run on the same batches: a **learned** token table, and **fixed codes** of the ids,
+# written into the table and frozen by `fix_tables` (the position table trains in both).
+# Training as in lesson 09: Adam at learning rate 0.01, batch 16, here only 300 steps, recorded at
+# about 25 steps spaced evenly in log t.
+#
+# In the GPT the codes enter the residual stream at full size (±1): every block and the read-out
+# read that stream, so there is no single first layer to move the small-init factor into (a
+# choice of ours, like the ±1 coding). The yardsticks are lesson 09's: the KL divergence from
+# each GPT's next-character distribution to the unigram, bigram and trigram models of the
+# training text, on held-out windows. Same rungs, in the same order?
+
+# %%
+gpt = gpt_codes_experiment(seeds=(0, 1, 2), steps=300, progress=False)
+gpt_traj = gpt.trajectory
+kl = {name: gpt_traj.extras[f"kl_{name}"] for name in gpt.entropies}
+closest = gpt.kl_minimum_steps()
+near_bigram = crossing_step(gpt_traj.steps, kl["bigram"], 1.0)
+print(f"V = {gpt.config['vocab']} characters, {gpt.config['bits']} bits tiled to d = {gpt.config['d']}; n-gram entropies "
+      + ", ".join(f"{name} {h:.3f}" for name, h in gpt.entropies.items()))
+print(f"{'condition':>12} {'seed':>4} {'closest to unigram':>20} {'KL < 1 to bigram':>17} {'final loss':>10} {'final KL to trigram':>19}")
+for k, name in enumerate(gpt.names):
+    unigram = f"step {closest['unigram'][k]}, KL {float(kl['unigram'][k].min()):.3f}"
+    bigram = f"step {int(near_bigram[k])}"
+    print(f"{name:>12} {gpt_traj.seeds[k]:>4d} {unigram:>20} {bigram:>17} {float(gpt_traj.loss[k, -1]):>10.3f} "
+          f"{float(kl['trigram'][k, -1]):>19.3f}")
+fig = plots.gpt_codes_figure(gpt)
+
+# %% [markdown]
+# Read the four panels together (log step axis; learned tables black, fixed codes blue, seeds by
+# line style):
+#
+# * Both conditions come closest to the unigram model early, and are still approaching the
+#   bigram model when the 300 steps end: the order of lesson 09.
+# * The **learned** table stays near ln V for the first few steps, then drops onto the unigram
+#   model's level and stays close to that model (KL mostly 0.1–0.3) until about step 40, before
+#   it moves on.
+# * **Fixed codes** leave ln V from the first step and slide down without that stop: they never
+#   come as close to the unigram model (KL about 0.3 at best), and they come within 1 nat of the
+#   bigram model in about half the steps (the table).
+# * At the end the two conditions have the same held-out loss, but the code models' predictions
+#   are further from the trigram model's.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+learned_gpt, codes_gpt = gpt.models("learned"), gpt.models("fixed codes")
+final = gpt_traj.loss[:, -1]
+ln_v = math.log(gpt.config["vocab"])
+at_3 = ln_v - gpt_traj.loss[:, gpt_traj.index(3)]
+print("every GPT closest to the unigram model before step 50 and to the bigram model after step 200:",
+      all(closest["unigram"][k] < 50 and closest["bigram"][k] > 200 for k in range(len(gpt.names))))
+print("at step 3, learned tables within 0.1 nats of ln V, fixed codes more than 0.2 below it:",
+      bool((at_3[learned_gpt] < 0.1).all() and (at_3[codes_gpt] > 0.2).all()))
+print("learned tables come within 0.2 nats (KL) of the unigram model, fixed codes never do:",
+      all(float(kl["unigram"][k].min()) < 0.2 for k in learned_gpt) and all(float(kl["unigram"][k].min()) > 0.2 for k in codes_gpt))
+print("every fixed-code seed within 1 nat (KL) of the bigram model before every learned seed:",
+      int(near_bigram[codes_gpt].max()) < int(near_bigram[learned_gpt].min()))
+print("fixed-code final held-out loss within 0.1 of learned, every seed:",
+      all(abs(float(final[c] - final[l])) < 0.1 for c, l in zip(codes_gpt, learned_gpt)))
+print("fixed codes end further from the trigram model than learned tables by over 0.2 nats (KL), every seed:",
+      all(float(kl["trigram"][c, -1] - kl["trigram"][l, -1]) > 0.2 for c, l in zip(codes_gpt, learned_gpt)))
+
+# %% [markdown]
+# So in the GPT as in the Emb-MLP, fixed codes keep the order of the rungs (unigram first, then
+# bigram), skip the stop that a learned table makes at the first one, and get to the next one
+# sooner. The end of this short run agrees with the paper: the same held-out loss (within 0.1
+# nats), with no trainable token table. Same loss is not same predictions: the KL to the trigram
+# model says the two kinds of model still differ in where they put their probability. 300 steps
+# on one block of width 32 say nothing about 17B tokens on 32 layers.
+
+# %% [markdown]
 # **What this lesson showed.**
 # - Fixed ±1 codes of the token ids (5 bits tiled to d = 32), with E's init scale moved into W1,
 #   come down the same rungs in the same order as a learned table at γ = 1, sooner, and without
@@ -287,6 +368,10 @@ print("shuffled codes: every seed below the 95 % shuffle level:", all(float(r2[k
 # - With codes of shuffled ids, the first layer's token rows stay at the level of shuffled
 #   signatures; the network still learns the rules, through its nonlinearity, with jumps in the
 #   loss, and has not finished after 1200 steps.
+# - In the small GPT on text, fixed codes (7 bits tiled to d = 32) pass the unigram model without
+#   the learned table's stop near it, come close to the bigram model sooner, and end 300 Adam
+#   steps at the learned table's held-out loss (within 0.1 nats, every seed), further from the
+#   trigram model's predictions.
 
 # %% [markdown]
 # > **Paper vs. this course.**
@@ -296,12 +381,15 @@ print("shuffled codes: every seed below the 95 % shuffle level:", all(float(r2[k
 # > within a 4.8 % seed spread), with 67.1M fewer trainable parameters; a table-free variant with
 # > affine-recoded ids is close (2.39). The claim is about the end of training at scale.
 # > *This course*: a one-hidden-layer Emb-MLP on a 24-token synthetic task, 3 seeds, 1200
-# > full-batch steps; the ±1 coding, the move of the init scale into W1, the shuffled ids (standing
-# > in for the affine recoding), the first-layer representation and the measures are ours. What it
-# > can say: at this scale, fixed codes also reach the task's loss levels (id codes all the way to
-# > H3, shuffled codes close to it), in line with the paper; and the staircase's rests and its
-# > order-by-order token structure depend on a table that moves. What it cannot say: anything
-# > about perplexity at 17B tokens, about transformers, or about codes under the paper's own
+# > full-batch steps, and lesson 09's one-block GPT on 76 characters of Shakespeare, 3 seeds, 300
+# > Adam steps; the ±1 coding, the move of the init scale into W1 (Emb-MLP) or none (GPT), the
+# > shuffled ids (standing in for the affine recoding), the first-layer representation and the
+# > measures are ours. What it can say: at this scale, fixed codes also reach the task's loss
+# > levels (id codes all the way to H3, shuffled codes close to it), and in the GPT the learned
+# > table's held-out loss (within 0.1 nats after 300 steps), in line with the paper; and the
+# > staircase's rests and its order-by-order token structure depend on a table that moves, in the
+# > GPT too (no stop near the unigram model). What it cannot say: anything about perplexity at 17B
+# > tokens, about deep transformers trained to the end, or about codes under the paper's own
 # > input scaling.
 
 # %% [markdown]
@@ -313,6 +401,9 @@ print("shuffled codes: every seed below the 95 % shuffle level:", all(float(r2[k
 #   the signatures, order by order, within a few dozen steps.
 # * Where it does not, the token rows stay at the shuffled-signature level: the structure is built
 #   after the nonlinearity, and training is slower to finish and bumpier.
+# * In the small GPT on text, fixed codes pass the n-gram models in the same order (unigram, then
+#   bigram) without stopping near the unigram model, and match the learned table's held-out loss
+#   after 300 steps while predicting differently from the trigram model.
 #
 # **Next.** Open `exercises/14_fixed_codes.ipynb`: build the code table, compute the first-layer
 # token representation, and score it against ΔS¹.

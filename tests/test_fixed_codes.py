@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import matplotlib.pyplot as plt
 import pytest
@@ -14,10 +15,13 @@ from ctxlab.fixed_codes import (
     code_reach,
     code_width,
     first_layer_tokens,
+    fix_tables,
     fixed_code_ensemble,
     fixed_codes_experiment,
+    gpt_codes_experiment,
     token_positions,
 )
+from ctxlab.lm import TinyGPT, train_lm
 from ctxlab.models import make_model
 from ctxlab.signatures import label_signature
 from ctxlab.tasks import hierarchy_task, xor_task
@@ -118,3 +122,40 @@ def test_fixed_codes_experiment_reads_every_model():
         result.r2_with_band(4)
     with pytest.raises(ValueError, match="unknown condition"):
         result.models("random")
+
+
+def test_fix_tables_keeps_the_chosen_gpt_tables_and_trains_the_rest():
+    V, d = 10, 8
+    codes = binary_codes(V, d)
+    model = fix_tables(TinyGPT(V, 6, d=d, n_layers=1, n_heads=2, gamma=[1.0] * 3, seed=[0, 1, 2]), {1: codes, 2: -codes})
+    start = {name: p.detach().clone() for name, p in model.named_parameters()}
+    stream = torch.arange(200) % V
+    train_lm(model, stream, 5, eval_tokens=stream, batch_size=4, eval_windows=2, progress=False)
+    assert torch.equal(model.embedding[1], codes) and torch.equal(model.embedding[2], -codes)  # bit-identical under Adam
+    assert not torch.equal(model.embedding[0], start["embedding"][0])  # the learned table moves
+    assert not torch.equal(model.w_out[1], start["w_out"][1])  # and so does the rest of a code model
+    with pytest.raises(ValueError, match="at least one model"):
+        fix_tables(model, {})
+    with pytest.raises(ValueError, match="must be \\[V, d\\]"):
+        fix_tables(model, {0: torch.zeros(V, d + 1)})
+    with pytest.raises(ValueError, match="out of range"):
+        fix_tables(model, {3: codes})
+
+
+def test_gpt_codes_experiment_runs_both_conditions_on_the_same_batches():
+    result = gpt_codes_experiment(seeds=(0, 1), steps=6, context=8, d=16, batch_size=4, records=4, progress=False)
+    traj = result.trajectory
+    assert result.names == ["learned", "learned", "fixed codes", "fixed codes"] and traj.seeds == [0, 1, 0, 1]
+    assert traj.steps.tolist()[0] == 0 and traj.steps.tolist()[-1] == 6 and traj.loss.shape == (4, len(traj.steps))
+    assert set(result.entropies) == {"unigram", "bigram", "trigram"} and result.config["bits"] == 7  # 76 characters
+    codes = binary_codes(result.config["vocab"], 16)
+    assert torch.equal(traj.embeddings[2:, -1], codes.expand(2, *codes.shape))  # the codes never moved
+    assert not torch.equal(traj.embeddings[0, 0], traj.embeddings[0, -1])  # the learned table moved
+    assert traj.loss[:, 0].sub(math.log(result.config["vocab"])).abs().max() < 0.1  # both start near ln V
+    assert result.models("fixed codes") == [2, 3] and set(result.kl_minimum_steps()) == set(result.entropies)
+    numbers = json.loads(json.dumps(result.to_json(), allow_nan=False))  # strict JSON
+    assert numbers["conditions"] == result.names and len(numbers["held_out_loss"]) == 4
+    assert len(plots.gpt_codes_figure(result).axes) == 4
+    plt.close("all")
+    with pytest.raises(ValueError, match="seeds"):
+        gpt_codes_experiment(seeds=(), steps=2)

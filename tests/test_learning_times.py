@@ -1,5 +1,6 @@
 """Token-level learning times (lesson 15): the sigmoid fit, the per-sequence order, the reconstruction."""
 
+import json
 import math
 
 import matplotlib
@@ -12,7 +13,9 @@ import torch
 from ctxlab.learning_times import (
     Reconstruction,
     fit_sigmoids,
+    learns_before,
     log_spaced_steps,
+    log_tau_iqr,
     order_losses,
     r_squared,
     reconstruction,
@@ -20,10 +23,17 @@ from ctxlab.learning_times import (
     token_loss_probe,
     token_orders,
 )
+from ctxlab.learning_times_text import (
+    ngram_token_losses,
+    text_learning_time_experiment,
+    window_loss_probe,
+)
+from ctxlab.lm import NGramPredictor, TinyGPT, next_token_loss, train_lm
 from ctxlab.models import make_model
 from ctxlab.plots import (
     learning_time_figure,
     reconstruction_figure,
+    spectra_figure,
     token_curves_figure,
 )
 from ctxlab.signatures import conditional_entropy
@@ -132,4 +142,69 @@ def test_the_three_figures_draw_from_small_inputs():
     assert len(learning_time_figure(fit.tau, orders, fit.r2, torch.tensor([[30, 200, 900]] * K)).axes) == 2
     rec = reconstruction(STEPS, curves, fit, torch.full((N,), 1.0 / N))
     assert isinstance(rec, Reconstruction) and len(reconstruction_figure(STEPS, rec).axes) == 2
+    plt.close("all")
+
+
+def test_window_probe_holds_every_tokens_loss_at_the_chosen_steps():
+    V = 7
+    stream = torch.arange(300) % V
+    windows = torch.stack([stream[i:i + 7] for i in (0, 3, 11)])  # [3 windows, 6 inputs + 1]
+    model = TinyGPT(V, 6, d=8, n_layers=1, n_heads=2, gamma=[1.0, 1.0], seed=[0, 1])
+    run = train_lm(model, stream, 9, eval_tokens=stream, batch_size=4, eval_windows=2, record_steps=[1, 4, 9],
+                   probes={"every": window_loss_probe(windows), "late": window_loss_probe(windows, first=2)}, progress=False)
+    assert run.steps.tolist() == [1, 4, 9]  # train_lm records where it is told
+    assert run.extras["every"].shape == (2, 3, 3, 6) and run.extras["late"].shape == (2, 3, 3, 4)
+    assert torch.equal(run.extras["late"], run.extras["every"][..., 2:])
+    with torch.no_grad():
+        mean = next_token_loss(model(windows[:, :-1]), windows[:, 1:])
+    torch.testing.assert_close(run.extras["every"][:, -1].mean((1, 2)), mean)
+    with pytest.raises(ValueError, match="first must lie"):
+        window_loss_probe(windows, first=6)
+    with pytest.raises(ValueError, match="windows must be"):
+        window_loss_probe(windows[0])
+    with pytest.raises(ValueError, match="record_steps"):
+        train_lm(model, stream, 5, eval_tokens=stream, record_steps=[3, 8], progress=False)
+
+
+def test_ngram_token_losses_read_each_models_table():
+    V = 4
+    train_tokens = torch.tensor([0, 1, 2, 3, 0, 1, 2, 0, 1, 3] * 20)
+    uni, bi, tri = (NGramPredictor(train_tokens, V, n) for n in (1, 2, 3))
+    windows = torch.tensor([[0, 1, 2, 3, 0], [1, 3, 0, 1, 2]])
+    losses = ngram_token_losses([uni, bi, tri], windows, first=1)
+    assert losses.shape == (3, 2, 3)
+    assert float(losses[0, 0, 0]) == pytest.approx(-math.log(uni.probs[0, 2]), rel=1e-6)  # p(x_2) at position 1
+    assert float(losses[1, 1, 1]) == pytest.approx(-math.log(bi.probs[0, 1]), rel=1e-6)  # p(x_3 = 1 | x_2 = 0)
+    assert float(losses[1, 1, 2]) == pytest.approx(-math.log(bi.probs[1, 2]), rel=1e-6)  # p(x_4 = 2 | x_3 = 1)
+    assert float(losses[2, 1, 0]) == pytest.approx(-math.log(tri.probs[1 * V + 3, 0]), rel=1e-6)  # p(0 | 1, 3)
+    with pytest.raises(ValueError, match="first >= 1"):
+        ngram_token_losses([tri], windows, first=0)
+
+
+def test_spread_and_precedence_of_learning_times():
+    tau = torch.tensor([1.0, 2.0, 3.0, 4.0, 5.0, float("nan"), 10.0, 20.0, 30.0, 40.0, 50.0]).exp()
+    orders = torch.tensor([1] * 6 + [2] * 5)
+    assert log_tau_iqr(tau, orders, min_count=5) == pytest.approx({1: 2.0, 2: 20.0})  # quartiles of 1..5 and 10..50
+    assert log_tau_iqr(tau, orders, min_count=6) == {}  # five fitted tokens each: too few
+    assert learns_before(tau, orders, 1, 2) == 1.0 and learns_before(tau, orders, 2, 1) == 0.0
+    mixed = torch.tensor([1.0, 2.0, 3.0, 4.0])
+    assert learns_before(mixed, torch.tensor([1, 2, 2, 1]), 1, 2) == 0.5 and learns_before(mixed, torch.ones(4), 1, 1) == 0.5
+    assert learns_before(torch.stack([tau, tau]), orders, 1, 2) == 1.0  # one order per token serves every seed
+    with pytest.raises(ValueError, match="broadcast"):
+        log_tau_iqr(tau, orders[:3])
+    with pytest.raises(ValueError, match="both orders 1 and 3"):
+        learns_before(tau, orders, 1, 3)
+
+
+def test_text_learning_times_run_order_and_draw():
+    result = text_learning_time_experiment(seeds=(0, 1), steps=8, context=6, d=8, batch_size=4, windows=3, records=5,
+                                           progress=False)
+    K, M, T = result.curves.shape
+    assert (K, M) == (2, 3 * 5) and T == len(result.steps) and result.steps.tolist()[0] == 1  # positions 1..5 of 3 windows
+    assert result.ngram_losses.shape == (3, M) and set(result.orders.tolist()) <= {0, 1, 2}  # context tokens
+    assert torch.equal(result.orders, result.ngram_losses.argmin(0))
+    assert result.rec.r2_curve.shape == (2,) and set(result.entropies) == {"unigram", "bigram", "trigram"}
+    json.loads(json.dumps(result.to_json()))
+    fig = spectra_figure({"text": (result.fit.tau, result.orders, {0: "unigram", 1: "bigram", 2: "trigram"})}, {"text": 8})
+    assert len(fig.axes) == 1
     plt.close("all")

@@ -146,3 +146,18 @@ def test_lm_figures_draw_the_band_only_where_one_was_recorded():
     banded = LMResult.from_json(numbers)
     fig = lm_regimes_figure({"a": banded, "b": banded})
     assert len(fig.axes) == 6 and fig.axes[0].get_ylim() == fig.axes[3].get_ylim()
+
+
+def test_text_data_splits_the_text_and_counts_its_yardsticks_once():
+    from ctxlab.experiments import NGRAM_ORDERS, text_data
+    from ctxlab.signatures import ngram_cross_entropies
+
+    data = text_data("pydoc", "char")
+    assert data.vocab_size == data.tokenizer.vocab_size and set(data.yardsticks) == set(NGRAM_ORDERS)
+    assert len(data.held_out) == pytest.approx(len(data.train) / 9, rel=1e-3)  # the last 10 % held out
+    assert [p.n for p in data.yardsticks.values()] == [1, 2, 3]
+    h = list(data.entropies.values())
+    assert h == pytest.approx(ngram_cross_entropies(data.train, data.held_out, data.vocab_size), rel=1e-6)
+    assert h[0] > h[1] > h[2]
+    with pytest.raises(ValueError, match="unknown text source"):
+        text_data("no such text")

@@ -158,6 +158,38 @@ def lm_settings(profile: str | None, overrides: dict) -> dict:
     return cfg
 
 
+@dataclass(frozen=True)
+class TextData:
+    """A shipped text, tokenized and split, with its n-gram yardsticks counted on the training part."""
+
+    tokenizer: object  # ctxlab.corpus.CharTokenizer or BPETokenizer
+    train: torch.Tensor
+    held_out: torch.Tensor
+    yardsticks: dict  # name (NGRAM_ORDERS) -> ctxlab.lm.NGramPredictor
+    entropies: dict[str, float]  # held-out cross-entropy of each n-gram model
+
+    @property
+    def vocab_size(self) -> int:
+        return self.tokenizer.vocab_size
+
+
+def text_data(source: str = "shakespeare", tokenizer_kind: str = "char", vocab_size: int = 512) -> TextData:
+    """What every GPT experiment on text starts from: tokens, the last 10 % held out, and the smoothed
+    unigram/bigram/trigram models of the training part with their held-out cross-entropies."""
+    from ctxlab.corpus import load_text, tokenizer, train_val_split
+    from ctxlab.lm import NGramPredictor
+    from ctxlab.signatures import held_out_cross_entropies, ngram_tables
+
+    text = load_text(source).text
+    tok = tokenizer(tokenizer_kind, text, vocab_size=vocab_size)
+    V = tok.vocab_size
+    train_tokens, held_out = train_val_split(tok.encode(text))
+    tables = ngram_tables(train_tokens, V, max(NGRAM_ORDERS.values()))  # counted once for both uses
+    yardsticks = {name: NGramPredictor.from_table(tables[n - 1], V) for name, n in NGRAM_ORDERS.items()}
+    entropies = dict(zip(NGRAM_ORDERS, held_out_cross_entropies(tables, held_out, V)))
+    return TextData(tok, train_tokens, held_out, yardsticks, entropies)  # the float64 tables (1 GB for a BPE trigram) are freed
+
+
 def language_model(
     gammas=(1.0,),
     seeds=(0,),
@@ -170,24 +202,13 @@ def language_model(
     **overrides,
 ) -> LMResult:
     """Train TinyGPT on a shipped text for every (gamma, seed), measuring it against n-gram models."""
-    from ctxlab.corpus import load_text, tokenizer, train_val_split
-    from ctxlab.lm import NGramPredictor, TinyGPT, train_lm
-    from ctxlab.signatures import (
-        bigram_signature,
-        held_out_cross_entropies,
-        ngram_tables,
-        trigram_increment,
-    )
+    from ctxlab.lm import TinyGPT, train_lm
+    from ctxlab.signatures import bigram_signature, trigram_increment
 
     cfg = lm_settings(profile, overrides)
-    text = load_text(source).text
-    tok = tokenizer(cfg["tokenizer"], text, vocab_size=cfg["vocab_size"] or 512)
-    V = tok.vocab_size
-    train_tokens, held_out = train_val_split(tok.encode(text))
-    tables = ngram_tables(train_tokens, V, max(NGRAM_ORDERS.values()))  # counted once for both uses
-    yardsticks = {name: NGramPredictor.from_table(tables[n - 1], V) for name, n in NGRAM_ORDERS.items()}
-    entropies = dict(zip(NGRAM_ORDERS, held_out_cross_entropies(tables, held_out, V)))
-    del tables  # float64 (1 GB for a BPE trigram); the yardsticks hold float32 copies
+    data = text_data(source, cfg["tokenizer"], cfg["vocab_size"] or 512)
+    tok, V, train_tokens, held_out = data.tokenizer, data.vocab_size, data.train, data.held_out
+    yardsticks, entropies = data.yardsticks, data.entropies
     g, s = ensemble_grid(gammas, seeds)
     model = TinyGPT(V, cfg["context"], d=cfg["d"], n_layers=cfg["n_layers"], n_heads=cfg["n_heads"], gamma=g, seed=s)
     sample_at = (0, cfg["steps"] // 10, cfg["steps"] // 3, cfg["steps"])

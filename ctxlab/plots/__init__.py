@@ -10,6 +10,7 @@ from ctxlab.plots.fixed_codes import (
     curves_by_label,
     first_layer_shares,
     fixed_codes_curves,
+    gpt_codes_figure,
     r2_band_figure,
 )
 from ctxlab.plots.learning_times import (
@@ -17,6 +18,7 @@ from ctxlab.plots.learning_times import (
     order_color,
     order_levels,
     reconstruction_figure,
+    spectra_figure,
     token_curves_figure,
 )
 from ctxlab.plots.lm import NGRAM_COLORS, lm_figure, lm_panels, lm_regimes_figure
@@ -90,6 +92,7 @@ __all__ = [
     "fixed_codes_curves",
     "frequency_alignment_figure",
     "gamma_colors",
+    "gpt_codes_figure",
     "label_levels",
     "learning_time_figure",
     "lm_figure",
@@ -110,6 +113,7 @@ __all__ = [
     "rung_step_figure",
     "seed_style",
     "signature_heatmaps",
+    "spectra_figure",
     "staircase_figure",
     "token_curves_figure",
     "token_ticks",

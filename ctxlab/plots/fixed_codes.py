@@ -1,13 +1,18 @@
-"""Lesson 14: a learned input table against fixed binary codes, rung by rung and order by order."""
+"""Lesson 14: a learned input table against fixed binary codes, rung by rung and order by order, and in
+the small GPT on text."""
 
 from __future__ import annotations
 
+import math
+
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
+from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
 
 from ctxlab.plots.style import ORDER_COLORS, SEED_COLORS, label_levels, seed_style
 
-CONDITION_COLORS = {"learned": SEED_COLORS[0], "id codes": SEED_COLORS[1], "shuffled codes": SEED_COLORS[2]}
+CONDITION_COLORS = {"learned": SEED_COLORS[0], "id codes": SEED_COLORS[1], "shuffled codes": SEED_COLORS[2],
+                    "fixed codes": SEED_COLORS[1]}  # the GPT's codes are codes of the ids
 LABEL_COLORS = (SEED_COLORS[1], "#b15928", "#6a3d9a")  # id codes' blue first, then colours no level line uses
 
 
@@ -92,5 +97,37 @@ def curves_by_label(steps, curves: dict, levels, title: str = "") -> Figure:
     ax.set_ylabel("loss (nats)")
     ax.set_title(title, fontsize=10)
     ax.legend(loc="lower left", fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def gpt_codes_figure(result) -> Figure:
+    """The small GPT on text, learned table against fixed codes (colour), seeds by line style, log
+    step axis: held-out loss against ln V and the n-gram entropies, then KL(GPT ‖ n-gram) for each
+    n-gram model (log scale), each curve's minimum marked."""
+    groups = _groups(result.names)
+    traj = result.trajectory
+    steps = traj.steps.numpy()[1:]  # step 0 has no place on a log axis
+    fig, axes = plt.subplots(2, 2, figsize=(10, 6.4))
+    panels = [("held-out loss (nats)", traj.loss, "held-out loss")]
+    panels += [(f"KL(GPT ‖ {name}) (nats)", traj.extras[f"kl_{name}"], f"distance to the {name} model")
+               for name in result.entropies]
+    for ax, (ylabel, curves, title) in zip(axes.flat, panels):
+        for name, models in groups.items():
+            for j, k in enumerate(models):
+                curve = curves[k, 1:].numpy()
+                ax.plot(steps, curve, ls=seed_style(j), lw=1.2, color=CONDITION_COLORS.get(name, "black"),
+                        label=f"{name}, seed {traj.seeds[k]}")
+                if curves is not traj.loss:
+                    ax.plot(steps[curve.argmin()], curve.min(), "o", ms=4, color=CONDITION_COLORS.get(name, "black"))
+        ax.set(xscale="log", xlabel="Adam step (log)", ylabel=ylabel, title=title)
+        if curves is not traj.loss:
+            ax.set_yscale("log")
+            ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))  # 0.1, 0.2, 0.5, 1, 2, 5, ...
+            ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
+            ax.yaxis.set_minor_formatter(NullFormatter())
+    names = ["ln V", *result.entropies]
+    label_levels(axes[0, 0], [math.log(result.config["vocab"]), *result.entropies.values()], names)
+    axes[0, 0].legend(loc="lower left", fontsize=7)
     fig.tight_layout()
     return fig

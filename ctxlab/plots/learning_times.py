@@ -114,3 +114,45 @@ def reconstruction_figure(steps, rec) -> Figure:
     axes[1].set_title("how fast it falls, per log-step")
     fig.tight_layout()
     return fig
+
+
+def spectra_figure(panels: dict, last_steps: dict | None = None, bins: int = 36) -> Figure:
+    """Learning-time spectra side by side on one log-step axis: per panel (title -> (tau, orders,
+    names)), the share of each order's tokens per bin of τ (one colour per order) and, above them,
+    each order's interquartile range of τ as a bar with its median as a dot.
+
+    tau: [..., N] (NaN τ left out); orders: its shape, or [N] for every seed; names: order -> its legend name; last_steps: title ->
+    the run's last step, drawn dotted (a τ beyond it is an extrapolation of the fit).
+    """
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.0 * len(panels), 3.4), sharex=True, squeeze=False)
+    every = torch.cat([torch.as_tensor(tau, dtype=torch.float64).flatten() for tau, _, _ in panels.values()])
+    every = every[~every.isnan()]
+    edges = torch.logspace(float(every.min().log10()) - 0.05, float(every.max().log10()) + 0.05, bins + 1, dtype=torch.float64)
+    for ax, (title, (tau, orders, names)) in zip(axes[0], panels.items()):
+        tau = torch.as_tensor(tau, dtype=torch.float64)
+        keep = ~tau.isnan()
+        tau, orders = tau[keep], torch.as_tensor(orders).expand_as(keep)[keep]  # one order per token serves every seed
+        top = 0.0
+        for order, name in names.items():
+            values = tau[orders == order]
+            if values.numel() == 0:
+                continue
+            share = torch.histogram(values, edges).hist / values.numel()
+            ax.stairs(share.numpy(), edges.numpy(), color=order_color(order), lw=1.6, label=f"{name} ({values.numel()} curves)")
+            top = max(top, float(share.max()))
+        for i, (order, name) in enumerate(names.items()):
+            values = tau[orders == order]
+            if values.numel() == 0:
+                continue
+            q1, median, q3 = torch.quantile(values, torch.tensor([0.25, 0.5, 0.75], dtype=torch.float64)).tolist()
+            y = top * (1.12 + 0.09 * i)
+            ax.plot([q1, q3], [y, y], color=order_color(order), lw=3, solid_capstyle="butt")
+            ax.plot(median, y, "o", color="white", mec=order_color(order), ms=5)
+        if last_steps and title in last_steps:
+            ax.axvline(last_steps[title], color="grey", ls=":", lw=1, label=f"last step ({last_steps[title]})")
+        ax.set(xscale="log", xlabel="learning time τ (step, log)", ylabel="share of the order's tokens", title=title,
+               ylim=(0, top * (1.25 + 0.09 * len(names))))
+        ax.legend(fontsize=7, loc="best")
+    fig.text(0.5, 0.005, "bars: interquartile range of τ per order, dot: median", ha="center", fontsize=7, color="grey")
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    return fig
