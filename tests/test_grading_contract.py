@@ -8,15 +8,12 @@ mistake they make.
 
 from __future__ import annotations
 
-import nbformat
 import pytest
 from contracts import all_contracts
-from notebook_runs import EXERCISE_NOTEBOOKS, SOLUTION_NOTEBOOKS, record_budget
+from notebook_runs import EXERCISE_NOTEBOOKS, SOLUTION_NOTEBOOKS, record_budget, record_budget_of_many, run_in_one_kernel
 
 from ctxlab import checks
-from ctxlab.course import check_name, grade_cells, load_manifest, read
-from ctxlab.course.grading import assemble, identify
-from ctxlab.course.runner import run
+from ctxlab.course import check_name, grade_cells, read
 
 CONTRACT = all_contracts()
 WRONG = [(c.check, name, fn) for c in CONTRACT for name, fn in c.wrong.items()]
@@ -56,9 +53,9 @@ def test_every_check_has_a_contract():
     assert names == {c.check.__name__ for c in CONTRACT}
 
 
-@pytest.mark.parametrize("path", SOLUTION_NOTEBOOKS, ids=lambda p: p.name)
-def test_solution_notebook_passes(path, record_property):
-    """The only run of each solution notebook in `make test`: it also reports the notebook's budget."""
+def test_the_grader_passes_a_solution_notebook(record_property):
+    """One solution through `ctxlab grade` itself, start to end (the others run in one kernel below)."""
+    path = SOLUTION_NOTEBOOKS[0]
     grade = grade_cells(path)
     failed = [r for r in grade.results if not r.passed]
     assert grade.rc == 0 and not failed and not grade.stopped, (failed, grade.stopped)
@@ -66,33 +63,36 @@ def test_solution_notebook_passes(path, record_property):
     record_budget(record_property, path, grade)
 
 
+def _expected_checks(path) -> list[str]:
+    return [check_name(c) for c in read(path).cells if c.cell_type == "code" and check_name(c)]
+
+
+@pytest.mark.slow
+def test_every_solution_passes_every_check(record_property):
+    """Every solution notebook, as the grader assembles it, in one kernel (``run_in_one_kernel``): each
+    check prints its PASS line and no cell raises. The only run of the solutions in `make test`; the
+    budget table shows them as one row (``benchmarks/notebook_budget.py`` times each on its own)."""
+    sets, stopped, peak_mb = run_in_one_kernel(SOLUTION_NOTEBOOKS)
+    assert not stopped, stopped
+    for path in SOLUTION_NOTEBOOKS:
+        done = sets[path.name]
+        assert list(done.checks) == _expected_checks(path) and len(done.checks) >= 2, path.name
+        assert done.errors == [], (path.name, done.errors)
+        for check, (error, stdout) in done.checks.items():
+            assert not error and f"PASS {check}" in stdout.splitlines(), (path.name, check, error)
+    record_budget_of_many(record_property, "solutions/*.ipynb (one kernel)", sets, peak_mb)
+
+
 @pytest.mark.slow
 def test_unsolved_exercises_fail_only_at_their_checks():
-    """Every exercise set as shipped, each as the grader assembles it (the course's check cells, its
-    reset cells), run one after another in one kernel with the namespace reset between sets: one
-    torch import for all of them instead of one per set. Each check fails with "not done yet" and no
-    other cell raises. (The grader's own verdicts on whole notebooks are tested in test_grading.py and
-    by the solution runs above.)"""
-    manifest = load_manifest()
-    cells, owners = [], []
+    """Every exercise set as shipped, in one kernel (``run_in_one_kernel``): each check fails with
+    "not done yet" and no other cell raises. (The grader's verdicts on whole notebooks are tested in
+    test_grading.py and above.)"""
+    sets, stopped, _ = run_in_one_kernel(EXERCISE_NOTEBOOKS)
+    assert not stopped, stopped
     for path in EXERCISE_NOTEBOOKS:
-        nb = read(path)
-        name, variant = identify(nb, path, manifest)
-        cells.append(nbformat.v4.new_code_cell("%reset -f\nimport matplotlib.pyplot\nmatplotlib.pyplot.close('all')"))
-        owners.append((path.name, None))
-        for slot in assemble(nb, manifest[name]["variants"][variant], "unsolved"):
-            cells.append(slot.cell)
-            owners.append((path.name, slot))
-    result = run(nbformat.v4.new_notebook(cells=cells), EXERCISE_NOTEBOOKS[0].parent, cell_timeout=300, timeout=900)
-    assert not result.stopped, result.stopped
-    checks: dict[str, list[str]] = {p.name: [] for p in EXERCISE_NOTEBOOKS}
-    for index, (notebook, slot) in enumerate(owners):
-        error = result.cells[index].error
-        if slot is not None and slot.check:
-            checks[notebook].append(error)
-        else:
-            assert not error, f"{notebook}: a cell that is not a check raised {error}"
-    for notebook, errors in checks.items():
-        expected = sum(1 for c in read(EXERCISE_NOTEBOOKS[0].parent / notebook).cells if c.cell_type == "code" and check_name(c))
-        assert len(errors) == expected >= 2, notebook
-        assert all(e.startswith("AssertionError") and "not done yet" in e for e in errors), (notebook, errors)
+        done = sets[path.name]
+        assert list(done.checks) == _expected_checks(path) and len(done.checks) >= 2, path.name
+        assert done.errors == [], (path.name, done.errors)
+        for check, (error, _) in done.checks.items():
+            assert error.startswith("AssertionError") and "not done yet" in error, (path.name, check, error)
