@@ -85,17 +85,17 @@ def staircase_chart(data: dict) -> alt.VConcatChart:
     levels = alt.Chart(alt.Data(values=[{"level": x} for x in data["levels"]])).mark_rule(
         color="grey", strokeDash=[4, 3]).encode(y="level:Q")
     loss = alt.layer(
-        alt.Chart(alt.Data(values=data["loss"])).mark_line(color="black").encode(
+        alt.Chart(alt.Data(name="loss")).mark_line(color="black").encode(
             x=x, y=alt.Y("loss:Q", title="loss (nats)", scale=alt.Scale(zero=False))).transform_filter(run),
         levels, marker).properties(width=width, height=height, title="loss (dashed: entropy ladder)")
     colors = alt.Scale(domain=data["orders"], range=list(ORDER_COLORS[:len(data["orders"])]))
     shares = alt.layer(
-        alt.Chart(alt.Data(values=data["shares"])).mark_line().encode(
+        alt.Chart(alt.Data(name="shares")).mark_line().encode(
             x=x, y=alt.Y("share:Q", title="share of ‖E − E₀‖²", scale=alt.Scale(domain=[0, 1])),
             color=alt.Color("order:N", scale=colors, title="order")).transform_filter(run).transform_filter(
             (order == 0) | (alt.datum.order == order)),
         marker).properties(width=width, height=height, title="order-k directions")
-    pca = alt.Chart(alt.Data(values=data["points"])).mark_circle(size=45).encode(
+    pca = alt.Chart(alt.Data(name="points")).mark_circle(size=45).encode(
         x=alt.X("pc1:Q", title="PC 1", scale=alt.Scale(domain=[-1.1, 1.1])),
         y=alt.Y("pc2:Q", title="PC 2", scale=alt.Scale(domain=[-1.1, 1.1])),
         color=alt.Color("role:N", title="token role"), tooltip=["token:N", "role:N"],
@@ -133,22 +133,22 @@ def signature_chart(data: dict) -> alt.VConcatChart:
     order = alt.param(name="order", value=1, bind=alt.binding_radio(options=data["orders"], name="order k "))
     token = alt.param(name="token", value=data["tokens"][0],
                       bind=alt.binding_select(options=data["tokens"], name="token "))
-    row = alt.Chart(alt.Data(values=data["rows"])).mark_bar(width={"band": 1}).encode(
+    row = alt.Chart(alt.Data(name="rows")).mark_bar(width={"band": 1}).encode(
         x=alt.X("column:Q", title="column"), y=alt.Y("value:Q", title="signature value"),
         color=alt.value("#1b9e77"),
     ).transform_filter((alt.datum.order == order) & (alt.datum.token == token)).properties(
         width=300, height=200, title="the token's signature row (zero columns left out)")
     names = alt.Sort(data["tokens"])
-    cos = alt.Chart(alt.Data(values=data["cosines"])).mark_rect().encode(
+    cos = alt.Chart(alt.Data(name="cosines")).mark_rect().encode(
         x=alt.X("b:N", sort=names, title=None), y=alt.Y("a:N", sort=names, title=None),
         color=alt.Color("cos:Q", scale=alt.Scale(scheme="redblue", domain=[-1, 1], reverse=True), title="cosine"),
         stroke=alt.condition(alt.datum.a == token, alt.value("black"), alt.value(None)),
         tooltip=["a:N", "b:N", "cos:Q"],
     ).transform_filter(alt.datum.order == order).properties(width=220, height=220, title="cosine similarity of rows")
     ladder = alt.layer(
-        alt.Chart(alt.Data(values=data["ladder"])).mark_line(interpolate="step-after", color="black").encode(
+        alt.Chart(alt.Data(name="ladder")).mark_line(interpolate="step-after", color="black").encode(
             x=alt.X("order:Q", title="order k"), y=alt.Y("entropy:Q", title="H(Y | best k tokens)")),
-        alt.Chart(alt.Data(values=data["ladder"])).mark_point(filled=True, size=70).encode(
+        alt.Chart(alt.Data(name="ladder")).mark_point(filled=True, size=70).encode(
             x="order:Q", y="entropy:Q",
             color=alt.condition(alt.datum.order == order, alt.value("crimson"), alt.value("grey"))),
     ).properties(width=200, height=200, title="entropy ladder (red: the chosen order)")
@@ -172,20 +172,25 @@ vegaEmbed("#{name}", {spec}, {{"actions": false, "renderer": "svg"}}).catch(cons
 def write_pages(folder: Path, refresh: bool = False) -> list[str]:
     """Write the explorer pages (MyST) into ``folder``; returns their names."""
     folder.mkdir(parents=True, exist_ok=True)
+    stairs, signatures = staircase_data(refresh), signature_data()
     pages = {
         "staircase": ("The staircase explorer, live",
                       "Lessons 00 and 03 train this explorer's sweep in a kernel. Here it runs in your browser from "
                       "the precomputed quick-profile sweep: choose γ, a seed and a context order, and drag the "
                       "training step. The loss drops in stairs; each order's share of the embedding's movement "
-                      "rises in turn, faster at small γ.", staircase_chart(staircase_data(refresh))),
+                      "rises in turn, faster at small γ.", staircase_chart(stairs),
+                      {key: stairs[key] for key in ("loss", "shares", "points")}),
         "signatures": ("The signature explorer, live",
                        f"Lesson 01's signature explorer for its small hierarchy task ({SIGNATURE_FORM} label "
                        "signatures), computed exactly when the site was built: choose an order and a token.",
-                       signature_chart(signature_data())),
+                       signature_chart(signatures), {key: signatures[key] for key in ("rows", "cosines", "ladder")}),
     }
-    for name, (title, intro, chart) in pages.items():
-        # not validated against the Vega-Lite schema (jsonschema took 8 s on one core); the browser
-        # test draws the staircase page from this spec
-        spec = json.dumps(chart.to_dict(validate=False), separators=(",", ":")).replace("</", "<\\/")
-        (folder / f"{name}.md").write_text(PAGE.format(title=title, intro=intro, name=f"live-{name}", spec=spec))
+    for name, (title, intro, chart, tables) in pages.items():
+        # The charts name their tables and the tables join the spec here, as Vega-Lite's top-level
+        # datasets: inline, altair deep-copied them at every layer (6 s). Not validated against the
+        # schema either (jsonschema took 8 s); the browser test draws the staircase page from this spec.
+        spec = chart.to_dict(validate=False)
+        spec["datasets"] = {**spec.get("datasets", {}), **tables}
+        text = json.dumps(spec, separators=(",", ":")).replace("</", "<\\/")
+        (folder / f"{name}.md").write_text(PAGE.format(title=title, intro=intro, name=f"live-{name}", spec=text))
     return list(pages)

@@ -30,7 +30,7 @@ def e1_agreement_figure(result) -> Figure:
 
 
 def mode_growth_figure(result, gamma: float) -> Figure:
-    """The loss and the mode strengths |a_k(t)| (log scale) of the γ = ``gamma`` run, each mode's
+    """The loss and the mode strengths ``|a_k(t)|`` (log scale) of the γ = ``gamma`` run, each mode's
     fitted exponential drawn in grey over the stretch it was fitted on."""
     if gamma not in result.gammas:
         raise ValueError(f"gamma: choose one of the run's gammas {result.gammas}, got {gamma}")
