@@ -70,7 +70,7 @@ def jsonable(value):
 # --- the lessons' headline figures ---------------------------------------------------------------
 
 
-@register("00_welcome_staircase", "00_welcome", "The loss comes down in stairs, sooner at small γ")
+@register("00_welcome_staircase", "00_welcome", "At small γ the loss rests on every rung; at standard γ it passes H1 without resting")
 def _welcome(profile: str, device):
     from ctxlab.experiments import staircase
     from ctxlab.plots import staircase_figure
