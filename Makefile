@@ -14,10 +14,10 @@ VENV    ?= .venv
 PYTHON  ?= python3
 TORCH   ?= $(shell grep -m1 '^torch' constraints.txt)
 BIN     := $(VENV)/bin
-# pip installs without byte-compiling (on one core, that was half of the install's time). For the lab,
-# COMPILE then compiles what is new on every core (like pip, it skips a file that does not compile:
-# some packages ship Python 2 or template files); for the tests, Python compiles each module the first
-# time something imports it, which is a fraction of the whole environment.
+# pip installs without byte-compiling (on one core, that was half of the install's time); COMPILE then
+# compiles what is new on every core (like pip, it skips a file that does not compile: some packages
+# ship Python 2 or template files). The tests need it too: left to compile on first import, the two
+# test workers and their kernels compiled the same modules at the same time.
 PIP     := $(BIN)/python -m pip install -q --no-compile
 COMPILE := $(BIN)/python -m compileall -qq -j 0 "$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" || true
 TORCHED := $(VENV)/.ctxlab-torch-installed
@@ -56,6 +56,7 @@ $(TESTS): $(TORCHED)
 	$(PIP) -e '.[test,nlp,e2e,site]' || { echo "make: could not install playwright/voila/jupyterlab; the browser tests will skip"; \
 	    $(PIP) -e '.[test,nlp,site]'; }
 	$(MODEL)
+	$(COMPILE)
 	touch $@
 
 install: $(CORE)
