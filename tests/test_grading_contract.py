@@ -63,36 +63,37 @@ def test_the_grader_passes_a_solution_notebook(record_property):
     record_budget(record_property, path, grade)
 
 
-def _expected_checks(path) -> list[str]:
-    return [check_name(c) for c in read(path).cells if c.cell_type == "code" and check_name(c)]
+def check_verdicts(paths) -> tuple[list[tuple[str, str, str, str]], dict, float]:
+    """Run ``paths`` in one kernel (``run_in_one_kernel``) and check what is common to both uses: the
+    run ends, every notebook ran exactly its own check cells and no other cell raised. Returns
+    (notebook, check, error, stdout) per check cell, the per-notebook runs and the kernel's peak memory."""
+    sets, stopped, peak_mb = run_in_one_kernel(paths)
+    assert not stopped, stopped
+    verdicts = []
+    for path in paths:
+        done = sets[path.name]
+        expected = [check_name(c) for c in read(path).cells if c.cell_type == "code" and check_name(c)]
+        assert list(done.checks) == expected and len(expected) >= 2, path.name
+        assert done.errors == [], (path.name, done.errors)
+        verdicts += [(path.name, check, error, stdout) for check, (error, stdout) in done.checks.items()]
+    return verdicts, sets, peak_mb
 
 
 @pytest.mark.slow
 def test_every_solution_passes_every_check(record_property):
-    """Every solution notebook, as the grader assembles it, in one kernel (``run_in_one_kernel``): each
-    check prints its PASS line and no cell raises. The only run of the solutions in `make test`; the
-    budget table shows them as one row (``benchmarks/notebook_budget.py`` times each on its own)."""
-    sets, stopped, peak_mb = run_in_one_kernel(SOLUTION_NOTEBOOKS)
-    assert not stopped, stopped
-    for path in SOLUTION_NOTEBOOKS:
-        done = sets[path.name]
-        assert list(done.checks) == _expected_checks(path) and len(done.checks) >= 2, path.name
-        assert done.errors == [], (path.name, done.errors)
-        for check, (error, stdout) in done.checks.items():
-            assert not error and f"PASS {check}" in stdout.splitlines(), (path.name, check, error)
+    """Every solution notebook, as the grader assembles it, in one kernel: each check prints its PASS
+    line and no cell raises. The only run of the solutions in `make test`; the budget table shows them
+    as one row (``benchmarks/notebook_budget.py`` times each on its own)."""
+    verdicts, sets, peak_mb = check_verdicts(SOLUTION_NOTEBOOKS)
+    for notebook, check, error, stdout in verdicts:
+        assert not error and f"PASS {check}" in stdout.splitlines(), (notebook, check, error)
     record_budget_of_many(record_property, "solutions/*.ipynb (one kernel)", sets, peak_mb)
 
 
 @pytest.mark.slow
 def test_unsolved_exercises_fail_only_at_their_checks():
-    """Every exercise set as shipped, in one kernel (``run_in_one_kernel``): each check fails with
-    "not done yet" and no other cell raises. (The grader's verdicts on whole notebooks are tested in
-    test_grading.py and above.)"""
-    sets, stopped, _ = run_in_one_kernel(EXERCISE_NOTEBOOKS)
-    assert not stopped, stopped
-    for path in EXERCISE_NOTEBOOKS:
-        done = sets[path.name]
-        assert list(done.checks) == _expected_checks(path) and len(done.checks) >= 2, path.name
-        assert done.errors == [], (path.name, done.errors)
-        for check, (error, _) in done.checks.items():
-            assert error.startswith("AssertionError") and "not done yet" in error, (path.name, check, error)
+    """Every exercise set as shipped, in one kernel: each check fails with "not done yet" and no other
+    cell raises. (The grader's verdicts on whole notebooks are tested in test_grading.py and above.)"""
+    verdicts, _, _ = check_verdicts(EXERCISE_NOTEBOOKS)
+    for notebook, check, error, _ in verdicts:
+        assert error.startswith("AssertionError") and "not done yet" in error, (notebook, check, error)
