@@ -123,20 +123,20 @@ def run_in_one_kernel(paths: list[Path], timeout: float = 900) -> tuple[dict[str
     cells.append(nbformat.v4.new_code_cell(clock))
     owners.append(("", "start"))
     result = run(nbformat.v4.new_notebook(cells=cells), paths[0].parent, cell_timeout=300, timeout=timeout)
-    sets: dict[str, SetRun] = {}
-    starts: list[tuple[str, float]] = []
+    sets = {path.name: SetRun() for path in paths}
+    clocks: list[tuple[str, float]] = []  # (notebook, kernel time) at each notebook's start, and at the end
     for index, (notebook, check) in enumerate(owners):
         cell = result.cells.get(index)
-        done = sets.setdefault(notebook, SetRun()) if notebook else SetRun()
         if cell is None:
             continue
+        done = sets.get(notebook, SetRun())  # the end clock belongs to no notebook
         done.cells += 1
         if cell.error and check in (None, "start"):
             done.errors.append(cell.error)
         elif check == "start":
-            starts.append((notebook, float(cell.stdout.split()[-1])))
+            clocks.append((notebook, float(cell.stdout.split()[-1])))
         elif check:
             done.checks[check] = (cell.error, cell.stdout)
-    for (notebook, start), (_, end) in zip(starts, starts[1:]):
+    for (notebook, start), (_, end) in zip(clocks, clocks[1:]):
         sets[notebook].wall_s = end - start
     return sets, result.stopped, result.peak_mb
