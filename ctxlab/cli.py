@@ -217,7 +217,8 @@ def _add_run_options(p: argparse.ArgumentParser, numbers: str = "the numbers") -
 def _add_staircase(sub) -> None:
     s = sub.add_parser("staircase", help="train Emb-MLP on a hierarchy task over a gamma grid; rungs, figure, JSON")
     _add_grid_options(s, gammas=[0.5, 1.0, 1.5], seeds=3)
-    s.add_argument("--lr", type=_positive_float, default=1.0, help="learning rate")
+    s.add_argument("--lr", type=_positive_float, default=None,
+                   help="learning rate (default: gd 1, or 0.5 from four orders on; adam 0.001)")
     s.add_argument("--values", type=_positive_int, default=None,
                    help="attribute values C: labels live in Z_C (default 2: one rung per order)")
     s.add_argument("--block", type=_positive_int, default=None, help="tokens per position, a multiple of C (default 8)")
@@ -225,7 +226,7 @@ def _add_staircase(sub) -> None:
                    help="probability of each order's rule: L weights give L positions and L + 1 levels "
                         "(default 0.4 0.3 0.3)")
     s.add_argument("--optimizer", choices=["gd", "adam"], default="gd",
-                   help="gd: full-batch gradient descent (default); adam: a contrast (use a small --lr, e.g. 0.01)")
+                   help="gd: full-batch gradient descent (default); adam: a contrast")
     _add_run_options(s)
     s.set_defaults(func=_staircase)
 

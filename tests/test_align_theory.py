@@ -115,6 +115,22 @@ def test_staircase_command_writes_what_the_library_computes(tmp_path):
     assert data["runs"] == library["runs"] and data["levels"] == library["levels"]
 
 
+def test_staircase_learning_rate_follows_the_number_of_orders():
+    """Plain GD takes lr 1 up to three orders and 0.5 from four on (closer rungs); Adam a small lr; the
+    JSON says which was used."""
+    from ctxlab.experiments import default_lr, staircase
+
+    assert [default_lr(n) for n in (2, 3, 4, 5)] == [1.0, 1.0, 0.5, 0.5]
+    assert default_lr(4, "adam") == 0.001
+    with pytest.raises(ValueError, match="optimizer"):
+        default_lr(3, "sgd")
+    four = staircase(gammas=(1.0,), seeds=(0,), steps=2, values=2, block=6, mix=(0.25,) * 4, profile="quick",
+                     progress=False).to_json()
+    assert four["training"]["lr"] == 0.5 and four["training"]["optimizer"] == "gd"
+    headline = staircase(gammas=(1.0,), seeds=(0,), steps=2, profile="quick", progress=False, optimizer="adam")
+    assert headline.to_json()["training"]["lr"] == 0.001
+
+
 def test_halfway_step_and_role_norms():
     from ctxlab.align import role_norms
     from ctxlab.rungs import halfway_step

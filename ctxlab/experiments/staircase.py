@@ -26,6 +26,20 @@ from ctxlab.train import Trajectory, train
 # each of them (SCIENCE.md 9); Z_3 attributes add sub-rungs, which lesson 03 treats as a second topic.
 HEADLINE_TASK = {"n_values": 2, "block": 8, "mix": (0.4, 0.3, 0.3)}
 
+# Plain GD's learning rate: 1 for up to three orders. With four, the rungs lie about 0.03 nats apart and
+# at lr 1 the loss slides through H3 (70-85 flat steps within 0.01 of it); at 0.5 it rests there for
+# 215-245 steps in every seed and still ends on H4 within 6000 steps (benchmarks/staircase_rungs.py).
+# Adam's steps are lr-sized whatever the gradient, so it takes a small one.
+ADAM_LR = 0.001
+
+
+def default_lr(orders: int, optimizer: str = "gd") -> float:
+    """The learning rate ``staircase`` uses when none is given, for a task of ``orders`` orders."""
+    if optimizer not in ("gd", "adam"):
+        raise ValueError(f"optimizer must be 'gd' or 'adam', got {optimizer!r}")
+    return ADAM_LR if optimizer == "adam" else (1.0 if orders <= 3 else 0.5)
+
+
 # Sizes per scale profile: quick fits a minute on 2 CPU cores, full is for a GPU.
 STAIRCASE_PROFILES = {
     "quick": {"steps": 4000, "record_every": 5, "d": 32, "hidden": 128},
@@ -72,10 +86,12 @@ class StaircaseResult:
                 "max_rise": round(read.rise, 6), "ends_on": read.ends_on, "final_loss": round(read.final, 6),
             })
             runs.append(run)
-        info = self.task.info
+        info, config = self.task.info, self.trajectory.config
         return {
             "task": {"name": self.task.name, "values": self.task.n_labels, "block": info["block"],
                      "mix": list(info["mix"]), "description": self.task.description},
+            "training": {"optimizer": config["optimizer"], "lr": float(f"{config['lr'][0]:.6g}"),
+                         **{k: config[k] for k in ("steps", "d", "hidden", "record_every")}},
             "levels": [{"order": k, "name": n, "loss": round(h, 6)} for k, (n, h) in enumerate(zip(names, self.levels))],
             "tolerance": next((r.tol for r in self.rungs if r is not None), None),
             "runs": runs, "seconds": round(self.seconds, 2),
@@ -103,7 +119,7 @@ def staircase(
     gammas=(0.5, 1.0, 1.5),
     seeds=(0, 1, 2),
     steps: int | None = None,
-    lr: float = 1.0,
+    lr: float | None = None,
     optimizer: str = "gd",
     device=None,
     profile: str | None = None,
@@ -124,6 +140,7 @@ def staircase(
 
     ``on_divergence``: as in :func:`ctxlab.train.train` (``record`` keeps the run going and notes
     the diverged models in ``trajectory.diverged_at``; their curves are not read: ``rungs[k]`` is None).
+    ``lr`` defaults to :func:`default_lr` of the task's number of orders.
     ``task`` replaces the hierarchy task (values, block and mix are then unused); ``d``, ``hidden``,
     ``record_every`` override the profile's sizes; ``probes`` are recorded as in ``train`` (the
     explorer's progress)."""
@@ -131,6 +148,7 @@ def staircase(
     sizes.update({k: v for k, v in (("steps", steps), ("d", d), ("hidden", hidden), ("record_every", record_every))
                   if v is not None})
     task = hierarchy_task(block=block, n_values=values, mix=tuple(mix)) if task is None else task
+    lr = default_lr(task.seq_len, optimizer) if lr is None else lr
     g, s = ensemble_grid(gammas, seeds)
     model = make_model("mlp", task, d=sizes["d"], hidden=sizes["hidden"], gamma=g, seed=s)
     start = time.perf_counter()

@@ -9,12 +9,12 @@ from dataclasses import dataclass
 import torch
 
 from ctxlab.env import profile as current_profile
-from ctxlab.experiments import HEADLINE_TASK
+from ctxlab.experiments import HEADLINE_TASK, default_lr
 from ctxlab.tasks import make_task
 from ctxlab.widgets._common import ResultCache, progress_probe
 
-# The learning rate each optimizer toggle uses: GD is the gradient flow; Adam's steps are lr-sized.
-OPTIMIZER_LR = {"gd": 1.0, "adam": 0.001}
+# The learning rate each optimizer toggle uses on the headline task.
+OPTIMIZER_LR = {opt: default_lr(len(HEADLINE_TASK["mix"]), opt) for opt in ("gd", "adam")}
 
 # Both profiles train the headline model and task (a narrower MLP loses the H1 rung); quick: 5 γ x 2
 # seeds, under a minute on 2 CPU cores; full: 8 γ x 3 seeds.
