@@ -1,13 +1,16 @@
-"""Choose the pointer task and learning rate of ``ctxlab attention`` by measuring them.
+"""Choose the pointer task, block and learning rate of ``ctxlab attention`` by measuring them.
 
-For each (n_ctx, mix) asked for, trains the attention model of lesson 07 (d 16, hidden 32, no residual,
-GELU head, gamma 1, full-batch plain GD) at several learning rates and seeds in one batch, and prints,
-per run, what the acceptance of issue 14 reads: the dwell on each level (tolerance 0.02), the largest
-rise after leaving ln C and where it happens, the end minus H(Y | key, x_p), the largest |attention - 1/L|
-while the loss is on H(Y | key), and the attention to the named position at the end.
+For each n_ctx asked for, trains lesson 07's attention model (``ATTENTION_MODEL``: d 16, hidden 64,
+GELU head, a residual, the prediction read at the key's position; gamma 1, full-batch plain GD) at
+several learning rates and seeds in one batch, and prints, per run, what the acceptance of issue 14
+reads: the dwell on each level (tolerance 0.02), the largest rise after leaving ln C and where it
+happens, the end minus H(Y | key, x_p), the largest |attention - 1/L| while the loss is on H(Y | key),
+and the attention to the named position at the end. ``--plain`` trains the plain block instead
+(no residual, logits averaged over positions), to see what the residual and the read-out change.
 
-    OMP_NUM_THREADS=1 PYTHONPATH=$PWD python benchmarks/attention_task.py --n-ctx 2 3 --lrs 0.2 0.35 0.5
-    OMP_NUM_THREADS=1 PYTHONPATH=$PWD python benchmarks/attention_task.py --n-ctx 2 --values 3 --lrs 0.12 --steps 14000
+    OMP_NUM_THREADS=1 PYTHONPATH=$PWD python benchmarks/attention_task.py                  # the chosen setting
+    OMP_NUM_THREADS=1 PYTHONPATH=$PWD python benchmarks/attention_task.py --lrs 0.1 0.15 0.2 --seeds 3
+    OMP_NUM_THREADS=1 PYTHONPATH=$PWD python benchmarks/attention_task.py --plain --n-ctx 2 3 --lrs 0.2
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import time
 
 import torch
 
-from ctxlab.attention_exp import TOL, attention_model, attention_on_rung
+from ctxlab.attention_exp import ATTENTION_PROFILES, LR, POINTER_TASK, TOL, attention_model, attention_on_rung
 from ctxlab.rungs import measure_rungs
 from ctxlab.tasks import pointer_task
 from ctxlab.theory import target_attention
@@ -26,21 +29,23 @@ from ctxlab.train import train
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--n-ctx", type=int, nargs="+", default=[2, 3])
-    p.add_argument("--mix", type=float, default=0.5, help="probability of the order-1 rule")
-    p.add_argument("--values", type=int, default=2, help="attribute values C (labels in Z_C)")
-    p.add_argument("--lrs", type=float, nargs="+", default=[0.2, 0.35, 0.5])
-    p.add_argument("--seeds", type=int, default=3)
-    p.add_argument("--steps", type=int, default=6000)
+    p.add_argument("--n-ctx", type=int, nargs="+", default=[POINTER_TASK["n_ctx"]])
+    p.add_argument("--mix", type=float, default=POINTER_TASK["mix"][0], help="probability of the order-1 rule")
+    p.add_argument("--values", type=int, default=POINTER_TASK["n_values"], help="attribute values C (labels in Z_C)")
+    p.add_argument("--lrs", type=float, nargs="+", default=[LR])
+    p.add_argument("--seeds", type=int, default=6)
+    p.add_argument("--steps", type=int, default=ATTENTION_PROFILES["quick"]["steps"])
     p.add_argument("--gamma", type=float, default=1.0)
+    p.add_argument("--plain", action="store_true", help="no residual, logits averaged over positions")
     args = p.parse_args()
+    block = {"residual": False, "readout": "mean"} if args.plain else {}
     for n_ctx in args.n_ctx:
         task = pointer_task(n_ctx=n_ctx, n_values=args.values, mix=(args.mix, 1 - args.mix))
         levels, L = task.plateau_levels(), task.seq_len
         print(f"n_ctx {n_ctx}: levels {[round(h, 4) for h in levels]}, bag floor {task.info['bag_level']:.4f}")
         lrs = [lr for lr in args.lrs for _ in range(args.seeds)]
         seeds = list(range(args.seeds)) * len(args.lrs)
-        model = attention_model(task, args.gamma, seeds)
+        model = attention_model(task, args.gamma, seeds, **block)
         start = time.perf_counter()
         traj = train(model, task.population, args.steps, lr=lrs, record_every=10, progress=False,
                      on_divergence="record", probes={"att": target_attention(task), "qk": lambda m: m.qk_norm()})

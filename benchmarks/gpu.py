@@ -28,7 +28,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from lm_throughput import flops_per_token  # noqa: E402  (a sibling benchmark script)
 
-from ctxlab.attention_exp import ATTENTION_PROFILES, POINTER_TASK, attention_experiment, attention_model  # noqa: E402
+from ctxlab.attention_exp import LR, POINTER_TASK, attention_experiment, attention_model  # noqa: E402
 from ctxlab.experiments import (  # noqa: E402
     HEADLINE_TASK,
     LM_PROFILES,
@@ -75,9 +75,9 @@ def ensemble_speedup(kind: str, gammas: list[float], seeds: list[int], steps: in
         build = lambda g, s: make_model("mlp", task, d=sizes["d"], hidden=sizes["hidden"], gamma=g, seed=s)  # noqa: E731
         lr = 1.0
     else:
-        task, sizes = pointer_task(**POINTER_TASK), ATTENTION_PROFILES["full"]
-        build = lambda g, s: attention_model(task, g, s, [False] * len(g), d=sizes["d"], hidden=sizes["hidden"])  # noqa: E731
-        lr = 0.2
+        task = pointer_task(**POINTER_TASK)
+        build = lambda g, s: attention_model(task, g, s, [False] * len(g))  # noqa: E731
+        lr = LR
     grid = [(g, s) for g in gammas for s in seeds]
     fit = lambda model: train(model, task.population, steps, lr=lr, record_every=steps, device=device, progress=False)  # noqa: E731
     fit(build([1.0], [0]))  # warm-up: kernels, allocator

@@ -84,6 +84,12 @@ def one_hot_embed(x: Tensor, table: Tensor) -> Tensor:
     return torch.einsum("knlv,kvd->knld", one_hot, table)
 
 
+def per_model(t: Tensor, w: Tensor) -> Tensor:
+    """t [K, ..., a] times each model's own w [K, a, b]: [K, ..., b], as one matmul per model (a
+    broadcast ``t @ w[:, None]`` would run one tiny product per sequence, many times slower on a CPU)."""
+    return (t.reshape(t.shape[0], -1, t.shape[-1]) @ w).reshape(*t.shape[:-1], w.shape[-1])
+
+
 def _first_layer(x: Tensor, table: Tensor, w1: Tensor) -> Tensor:
     """concat(E[x_1], ..., E[x_L]) W1 as sum_l (E W1_l)[x_l]: [K, N, hidden].
 
@@ -160,9 +166,11 @@ class EmbAttention(Ensemble):
     """One softmax self-attention layer over h_j = E[x_j] + P_j, then a per-position head.
 
     scores = (h W_Q)(h W_K)^T / sqrt(d_k); o = softmax(scores) (h W_V); r = o (+ h if residual);
-    logits = mean over positions of sigma(r W1) W2 (or r W_out with ``mlp=False``).
+    per-position logits sigma(r W1) W2 (or r W_out with ``mlp=False``), then ``readout="mean"`` (the
+    default) averages them over positions and ``readout="last"`` keeps the last position's: the query
+    that makes the prediction, as in a language model.
     With no residual (the default) the value path is the only way token identity reaches the
-    head: E and W_V then move at similar rates, both far ahead of W_Q and W_K (lesson 07).
+    head; with one, each position's own token reaches it directly too (lesson 07's model).
     ``uniform_attention`` (one bool, or one per model) freezes every attention weight at 1/L (W_Q and
     W_K get no gradient): the same model reduced to a bag of context, the baseline that shows what
     attention adds; one ensemble can hold both kinds.
@@ -183,15 +191,18 @@ class EmbAttention(Ensemble):
         layernorm: bool = False,
         mlp: bool = True,
         uniform_attention: bool = False,
+        readout: str = "mean",
     ) -> None:
         super().__init__(gamma, seed)
         if activation not in ACTIVATIONS:
             raise ValueError(f"unknown activation {activation!r}; choose one of {sorted(ACTIVATIONS)}")
+        if readout not in ("mean", "last"):
+            raise ValueError(f"readout must be 'mean' (logits averaged over positions) or 'last', got {readout!r}")
         d_head = d if d_head is None else d_head
         check_sizes(vocab_size=vocab_size, seq_len=seq_len, n_labels=n_labels, d=d, d_head=d_head, hidden=hidden)
         self.vocab_size, self.seq_len, self.n_labels = vocab_size, seq_len, n_labels
         self.d, self.d_head, self.hidden, self.activation = d, d_head, hidden, activation
-        self.residual, self.layernorm, self.mlp = residual, layernorm, mlp
+        self.residual, self.layernorm, self.mlp, self.readout = residual, layernorm, mlp, readout
         uniform = [bool(u) for u in _as_list(uniform_attention, "uniform_attention")]
         if len(uniform) not in (1, self.n_models):
             raise ValueError(f"uniform_attention must be one bool or one per model ({self.n_models}), got {len(uniform)}")
@@ -209,28 +220,34 @@ class EmbAttention(Ensemble):
 
     def attention(self, x: Tensor) -> Tensor:
         """Attention weights [K, N, L, L] (query position, key position)."""
-        return self._forward(x)[1]
+        h = self._inputs(x)
+        return self._weights(h, h)
 
-    def _forward(self, x: Tensor) -> tuple[Tensor, Tensor]:
+    def _inputs(self, x: Tensor) -> Tensor:
         _check_tokens(x, self.vocab_size, self.seq_len)
-        h = one_hot_embed(x, self.embedding) + self.position[:, None]  # [K, N, L, d]
-        attn = h.new_full((*h.shape[:-1], h.shape[-2]), 1.0 / h.shape[-2])
+        return one_hot_embed(x, self.embedding) + self.position[:, None]  # [K, N, L, d]
+
+    def _weights(self, queries: Tensor, h: Tensor) -> Tensor:
+        """Softmax attention of ``queries`` [K, N, Q, d] over ``h`` [K, N, L, d] (1/L where frozen)."""
+        attn = h.new_full((*queries.shape[:-1], h.shape[-2]), 1.0 / h.shape[-2])
         if not bool(self.uniform.all()):
-            scores = (h @ self.w_q[:, None]) @ (h @ self.w_k[:, None]).transpose(-1, -2) / math.sqrt(self.d_head)
+            scores = per_model(queries, self.w_q) @ per_model(h, self.w_k).transpose(-1, -2) / math.sqrt(self.d_head)
             attn = torch.where(self.uniform[:, None, None, None], attn, torch.softmax(scores, dim=-1))
-        r = attn @ (h @ self.w_v[:, None])
+        return attn
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = self._inputs(x)
+        queries = h if self.readout == "mean" else h[:, :, -1:]  # a last-position read-out needs one query
+        r = self._weights(queries, h) @ per_model(h, self.w_v)
         if self.residual:
-            r = r + h
+            r = r + queries
         if self.layernorm:
             r = nn.functional.layer_norm(r, (self.d,))
         if self.mlp:
-            z = ACTIVATIONS[self.activation](r @ self.w1[:, None]) @ self.w2[:, None]
+            z = per_model(ACTIVATIONS[self.activation](per_model(r, self.w1)), self.w2)
         else:
-            z = r @ self.w_out[:, None]
-        return z.mean(dim=2), attn
-
-    def forward(self, x: Tensor) -> Tensor:
-        return self._forward(x)[0]
+            z = per_model(r, self.w_out)
+        return z.mean(dim=2)
 
     def qk_norm(self) -> Tensor:
         """||W_Q W_K^T||_F per model [K]: how far attention scores can move from uniform."""

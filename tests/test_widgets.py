@@ -13,6 +13,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+from dataclasses import replace
+
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
@@ -194,9 +196,14 @@ def test_signature_compute_draw_and_explorer():
 
 def test_attention_compute_draw_and_explorer():
     result = compute_attention_sweep(TINY_ATTN, progress=False)
-    assert result.attention.shape == (2, 1, 5, 3, 3) and result.qk_norm.shape == (2, 1, 5)
-    torch.testing.assert_close(result.attention.sum(-1), torch.ones(2, 1, 5, 3))
-    assert len(draw_attention(result, 1, 4).axes) == 4  # map, loss, qk, qk vs loss (no twin axes)
+    # a pointer task: the key's attention over the 3 positions, one row per position it names (2)
+    assert result.pointer and result.attention.shape == (2, 1, 5, 2, 3) and result.qk_norm.shape == (2, 1, 5)
+    torch.testing.assert_close(result.attention.sum(-1), torch.ones(2, 1, 5, 2))
+    fig = draw_attention(result, 1, 4)
+    assert len(fig.axes) == 4 and fig.axes[0].get_ylabel() == "the key names"  # map, loss, qk, qk vs loss
+    other = compute_attention_sweep(dataclasses.replace(TINY_ATTN, task="partner", task_args=(), gammas=(1.0,)), progress=False)
+    assert not other.pointer and other.attention.shape[-2:] == (4, 4)  # every query, averaged over the data
+    assert draw_attention(other, 0, 4).axes[0].get_ylabel() == "query position"
     dash = attention_explorer(TINY_ATTN)
     before = dash.figure.axes[0].images[0].get_array().copy()
     dash.step.value = 0

@@ -3,7 +3,7 @@
 One module per topic; everything is re-exported here, so ``from ctxlab.plots import staircase_figure``
 works whatever module a figure lives in."""
 
-from ctxlab.plots.attention import attention_figure
+from ctxlab.plots.attention import attention_by_position_figure, attention_figure
 from ctxlab.plots.fixed_codes import (
     CONDITION_COLORS,
     LABEL_COLORS,
@@ -76,6 +76,7 @@ __all__ = [
     "SEED_STYLES",
     "TABLE_COLORS",
     "anchor_embedding_figure",
+    "attention_by_position_figure",
     "attention_figure",
     "bin_loss_figure",
     "chance_vs_vocab_figure",

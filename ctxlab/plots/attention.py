@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from ctxlab.plots.style import SEED_COLORS, label_levels
-
 
 
 def attention_figure(result, gammas=None) -> Figure:
     """One column per γ, one colour per seed. Top: the loss of the attention model (thin) and of the
     same model with attention frozen uniform (thick and pale, drawn underneath: where the two agree
-    the thin line runs inside the pale one), against the labelled levels and the bag's floor (dotted). Middle: the attention from the key to the position it names, with the band 1/L ± tol.
+    the thin line runs inside the pale one), against the labelled levels, the bag's floor and the loss
+    with all but one position read (dotted). Middle: the attention from the key to the position it
+    names, with the band 1/L ± tol.
     Bottom: ‖W_Q W_Kᵀ‖ (log scale).
 
     ``result`` is a :class:`ctxlab.attention_exp.AttentionResult`.
@@ -33,17 +35,45 @@ def attention_figure(result, gammas=None) -> Figure:
             middle.plot(steps, result.trained.extras["attention_to_target"][k].numpy(), color=color, lw=1.3)
             bottom.semilogy(steps, result.trained.extras["qk_norm"][k].numpy(), color=color, lw=1.3)
         label_levels(top, result.levels, result.level_names)
-        top.axhline(bag, color="grey", ls=":", lw=1.0, zorder=0)
-        top.annotate(f"{result.bag_name} = {bag:.3f}", (1.0, bag), xycoords=("axes fraction", "data"), xytext=(3, 0),
-                     textcoords="offset points", ha="left", va="center", fontsize=7, color="grey")
+        for name, level in ((result.bag_name, bag), (result.partial_name, result.partial_level)):
+            top.axhline(level, color="grey", ls=":", lw=1.0, zorder=0)
+            top.annotate(f"{name} = {level:.3f}", (1.0, level), xycoords=("axes fraction", "data"), xytext=(3, 0),
+                         textcoords="offset points", ha="left", va="center", fontsize=7, color="grey")
         top.set_title(f"γ = {g:g}   thin: attention learned; thick, pale: attention frozen at 1/L", fontsize=9)
         middle.axhspan(1 / L - tol, 1 / L + tol, color="grey", alpha=0.2, lw=0, label=f"1/L ± {tol:g}")
         middle.set_ylim(0, 1)
         bottom.set_xlabel("gradient-descent step")
+        bottom.xaxis.set_major_locator(MaxNLocator(5))
     axes[0, 0].set_ylabel("loss (nats)")
     axes[1, 0].set_ylabel("attention: key → the\nposition it names")
     axes[2, 0].set_ylabel("‖W_Q W_Kᵀ‖")
     axes[0, -1].legend(loc="upper right", fontsize=7)
     axes[1, -1].legend(loc="upper left", fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def attention_by_position_figure(result, gamma: float = 1.0) -> Figure:
+    """One panel per seed at ``gamma``: the attention from the key to the position it names, split by
+    that position (one line each), with the band 1/L ± tol, and shaded where the loss rests within
+    tol of the level with all but one position read."""
+    runs = [k for k, g in enumerate(result.gammas) if g == float(gamma)]
+    if not runs:
+        raise ValueError(f"gamma {gamma} is not among the run's {sorted(set(result.gammas))}")
+    fig, axes = plt.subplots(1, len(runs), figsize=(4.2 * len(runs), 3.0), sharey=True, squeeze=False)
+    steps = result.trained.steps.numpy()
+    L, tol = result.task.seq_len, result.reads[runs[0]].tol
+    for ax, k in zip(axes[0], runs):
+        by_position = result.trained.extras["attention_by_position"][k].numpy()
+        for p, style in zip(range(by_position.shape[1]), ("-", "--", ":", "-.")):
+            ax.plot(steps, by_position[:, p], color=SEED_COLORS[result.seeds[k] % len(SEED_COLORS)], ls=style, lw=1.4,
+                    label=f"key names position {p}")
+        ax.axhspan(1 / L - tol, 1 / L + tol, color="grey", alpha=0.2, lw=0)
+        on = (result.trained.loss[k] - result.partial_level).abs().numpy() <= tol
+        ax.fill_between(steps, 0, 1, where=on, color="gold", alpha=0.3, lw=0,
+                        label=f"loss within {tol:g} of {result.partial_name}")
+        ax.set(title=f"seed {result.seeds[k]}", xlabel="gradient-descent step", ylim=(0, 1))
+    axes[0, 0].set_ylabel("attention: key → the\nposition it names")
+    axes[0, 0].legend(loc="upper left", fontsize=7)
     fig.tight_layout()
     return fig

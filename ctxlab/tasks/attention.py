@@ -96,6 +96,8 @@ def pointer_task(n_ctx: int = 5, n_values: int = 2, tokens_per_value: int = 1, k
 
     ``info["levels"]`` is the ladder ln C, H(Y | key), H(Y | key, x_p); ``info["bag_level"]`` is
     H(Y | key, bag), the floor of any model that only sees the bag (computed from the population);
+    ``info["partial_levels"][k - 1]`` is the loss when the keys naming k of the n_ctx positions read
+    their target and the others only the bag (the same for any k positions, by symmetry);
     ``info["target_position"]`` [N] is the position each sequence's key names.
     """
     for value, name, low in ((n_ctx, "n_ctx", 2), (n_values, "n_values", 2), (tokens_per_value, "tokens_per_value", 1),
@@ -124,6 +126,10 @@ def pointer_task(n_ctx: int = 5, n_values: int = 2, tokens_per_value: int = 1, k
     levels = [_entropy_given(torch.zeros_like(key), y, w), _entropy_given(key, y, w),
               _entropy_given(key * n_tok + x[rows, target], y, w)]
     bag_level = _entropy_given(key * (n_ctx + 1) ** n_tok + bag_id, y, w)
+    # part of the way: the keys naming positions 0..k-1 read their target, the others only the bag
+    read = key * n_tok + x[rows, target]
+    bag_only = n_keys * n_tok + key * (n_ctx + 1) ** n_tok + bag_id
+    partial_levels = [_entropy_given(torch.where(target < k, read, bag_only), y, w) for k in range(1, n_ctx)]
     V = n_tok + n_keys
     pop = Dataset(x, y.float(), V, n_values, w.float() / w.float().sum())
     names = tuple(f"t{t}" for t in range(n_tok)) + tuple(f"k{k}→{k % n_ctx}" for k in range(n_keys))
@@ -134,6 +140,6 @@ def pointer_task(n_ctx: int = 5, n_values: int = 2, tokens_per_value: int = 1, k
         roles=("context",) * n_tok + ("key",) * n_keys,
         description=(f"{n_ctx} context tokens from one vocabulary of {n_tok}, then a key naming a position p; "
                      f"label = A(key) w.p. {mix[0]}, A(key) + A(x_p) mod {n_values} w.p. {mix[1]}"),
-        info={"levels": levels, "bag_level": bag_level, "target_position": target,
+        info={"levels": levels, "bag_level": bag_level, "partial_levels": partial_levels, "target_position": target,
               "attribute": torch.cat([torch.arange(n_tok) % n_values, (keys // n_ctx) % n_values]), "mix": tuple(mix)},
     )

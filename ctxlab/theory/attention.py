@@ -16,18 +16,40 @@ from ctxlab.validate import number
 # sigma'(0) of each activation: gelu(u) = u * Phi(u) ~ u / 2 near 0.
 
 
-def target_attention(task) -> Callable[[object], Tensor]:
+def target_attention(task, by_position: bool = False) -> Callable[[object], Tensor]:
     """A ``train`` probe: mean over sequences of attn[query = the key (last position), key = the
-    position it names] for a pointer task (``info["target_position"]``); returns [K], 1/L while uniform."""
+    position it names] for a pointer task (``info["target_position"]``); returns [K], 1/L while uniform.
+    ``by_position=True``: the mean over the sequences whose key names each position, [K, n_ctx]."""
     where = task.info.get("target_position")
     if where is None:
         raise ValueError("target_attention needs a task with info['target_position'] (see pointer_task)")
     x = task.population.x
     rows = torch.arange(x.shape[0])
+    groups = torch.nn.functional.one_hot(where, task.seq_len - 1).double()
+    groups = groups / groups.sum(0)  # [N, n_ctx]: the mean over each position's sequences
 
     def probe(model) -> Tensor:
         attn = model.attention(x.to(model.embedding.device))[:, :, -1, :]  # [K, N, L]
-        return attn[:, rows, where.to(attn.device)].mean(1)
+        to_target = attn[:, rows, where.to(attn.device)]  # [K, N]
+        return (to_target.double() @ groups.to(attn.device)).to(attn.dtype) if by_position else to_target.mean(1)
+
+    return probe
+
+
+def key_attention_map(task) -> Callable[[object], Tensor]:
+    """A ``train`` probe for a pointer task: the key's attention over all L positions, averaged over
+    the sequences whose key names each context position: [K, n_ctx, L]. Where attention finds the
+    target, row p peaks at column p."""
+    where = task.info.get("target_position")
+    if where is None:
+        raise ValueError("key_attention_map needs a task with info['target_position'] (see pointer_task)")
+    x = task.population.x
+    groups = torch.nn.functional.one_hot(where, task.seq_len - 1).double()
+    groups = groups / groups.sum(0)  # [N, n_ctx]
+
+    def probe(model) -> Tensor:
+        attn = model.attention(x.to(model.embedding.device))[:, :, -1, :]  # [K, N, L]
+        return torch.einsum("knl,np->kpl", attn.double(), groups.to(attn.device)).to(attn.dtype)
 
     return probe
 
@@ -42,42 +64,49 @@ def bag_of_context(model, x: Tensor) -> Tensor:
 
 
 def _uniform_attention_parts(model, data: Dataset):
-    """What E2 and E3 share at uniform attention: h [K, N, L, d] and the bag-level error g [K, N, d]
-    (dLoss/d o_i for every query i, leading order: p = u, through M = W1 W2)."""
-    if not getattr(model, "mlp", False) or model.residual or model.layernorm or model.activation not in SLOPE_AT_ZERO:
-        raise ValueError("E2/E3 are written for the default attention block: GELU/tanh/linear head, no residual, "
-                         "no LayerNorm")
+    """What E2 and E3 share at uniform attention: h [K, N, L, d], the bag-level error g [K, N, d]
+    (dLoss/d o_i = w_i g for query i, leading order: p = u, through M = W1 W2) and the read-out
+    weights w [L] of the queries (1/L each for a mean read-out; 1 for the last query alone)."""
+    if not getattr(model, "mlp", False) or model.layernorm or model.activation not in SLOPE_AT_ZERO:
+        raise ValueError("E2/E3 are written for the course's attention block: GELU/tanh/linear head, no LayerNorm")
     x = data.x.cpu()
     h = (model.embedding.detach().double().cpu()[:, x] + model.position.detach().double().cpu()[:, None])
     M = model.w1.detach().double().cpu() @ model.w2.detach().double().cpu()
     u = torch.full((model.n_labels,), 1.0 / model.n_labels, dtype=torch.float64)
     error = (u - data.targets().double().cpu()) * data.weights.double().cpu()[:, None]  # w_n (p - y), p = u
-    g = SLOPE_AT_ZERO[model.activation] / model.seq_len * error @ M.transpose(-1, -2)  # [K, N, d]
-    return h, g
+    g = SLOPE_AT_ZERO[model.activation] * error @ M.transpose(-1, -2)  # [K, N, d]
+    L = model.seq_len
+    w = torch.full((L,), 1.0 / L, dtype=torch.float64) if model.readout == "mean" else torch.eye(L, dtype=torch.float64)[-1]
+    return h, g, w
 
 
 def attention_embedding_velocity(model, data: Dataset) -> Tensor:
     """E2, the leading-order -dLoss/dE of the attention model at uniform attention: [K, V, d].
 
-    dE_s/dt = sigma'(0)/L * sum_j pi_j(s) (P(y | x_j = s) - u) (W_V W1 W2)^T: E1 with the bag in
-    place of the positions."""
-    _, g = _uniform_attention_parts(model, data)
+    Every query outputs the bag o = (1/L) sum_j h_j W_V, so the value path gives token s
+    sigma'(0)/L * sum_j pi_j(s) (P(y | x_j = s) - u) (W_V W1 W2)^T whatever the read-out: E1 with the
+    bag in place of the positions. A residual adds the direct path w_j sigma'(0) pi_j(s) (P(y | x_j = s) - u)
+    (W1 W2)^T, with w_j the read-out weight of position j: for a last-position read-out, the last token's."""
+    _, g, w = _uniform_attention_parts(model, data)
     one_hot = torch.nn.functional.one_hot(data.x.cpu(), model.vocab_size).double()  # [N, L, V]
-    # o_i = (1/L) sum_j h_j W_V for each of the L queries, so dLoss/dh_j = sum_i g (1/L) W_V^T = g W_V^T
-    back = g @ model.w_v.detach().double().cpu().transpose(-1, -2)  # [K, N, d]
-    return -torch.einsum("nlv,knd->kvd", one_hot, back).float()
+    # o_i = (1/L) sum_j h_j W_V for every query and sum_i w_i = 1, so dLoss/dh_j = g W_V^T / L
+    back = (g @ model.w_v.detach().double().cpu().transpose(-1, -2) / model.seq_len)[:, :, None] \
+        + (w[:, None] * g[:, :, None] if model.residual else 0)  # [K, N, L, d]
+    return -torch.einsum("nlv,knld->kvd", one_hot, back.expand(-1, -1, model.seq_len, -1)).float()
 
 
 def qk_force(model, data: Dataset) -> Tensor:
     """E3: -dLoss/dA for A = W_Q W_K^T at uniform attention, leading order: [K, d, d].
 
-    -dR/dA = -1/(L sqrt(d_head)) E[sum_ij <g_i, (h_j - h_bar) W_V> h_i^T h_j], and since g_i = g for
-    every query at uniform attention this is -1/sqrt(d_head) E[h_bar^T sum_j c_j h_j]: six weight
-    factors (h_bar, h_j, h_j - h_bar, W_V, W1, W2), so O(eps^6)."""
-    h, g = _uniform_attention_parts(model, data)
+    -dR/dA = -1/(L sqrt(d_head)) E[sum_ij w_i <g, (h_j - h_bar) W_V> h_i^T h_j] = -1/(L sqrt(d_head))
+    E[q^T sum_j c_j h_j] with q = sum_i w_i h_i the read-out's query (h_bar for a mean read-out, h_L for
+    the last position) and c_j = <g, (h_j - h_bar) W_V>: six weight factors (q, h_j, h_j - h_bar, W_V,
+    W1, W2), so O(eps^6). A residual changes g's value, not this form."""
+    h, g, w = _uniform_attention_parts(model, data)
     v = (h - h.mean(2, keepdim=True)) @ model.w_v.detach().double().cpu()[:, None]  # (h_j - h_bar) W_V
     c = torch.einsum("knd,knld->knl", g, v)
-    return -torch.einsum("knd,knl,knle->kde", h.mean(2), c, h).float() / model.d_head ** 0.5
+    query = torch.einsum("l,knld->knd", w, h)
+    return -torch.einsum("knd,knl,knle->kde", query, c, h).float() / (model.seq_len * model.d_head ** 0.5)
 
 
 def qk_velocity(model, data: Dataset) -> tuple[Tensor, Tensor]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 from matplotlib.figure import Figure
 
-from ctxlab.attention_exp import train_attention
+from ctxlab.attention_exp import ATTENTION_MODEL, ATTENTION_PROFILES, LR, POINTER_TASK, train_attention
 from ctxlab.models import ensemble_grid
 from ctxlab.plots import label_levels
 from ctxlab.tasks import make_task
@@ -25,19 +25,21 @@ class AttentionSettings:
     """Everything that determines an attention sweep; hashable, so it is the cache key."""
 
     task: str = "pointer"
-    task_args: tuple[tuple[str, object], ...] = (("n_ctx", 2),)
+    task_args: tuple[tuple[str, object], ...] = tuple(POINTER_TASK.items())
     gammas: tuple[float, ...] = (0.75, 1.0, 1.25)
     seeds: tuple[int, ...] = (0,)
-    lr: float = 0.2
-    steps: int = 6000
-    d: int = 16
-    hidden: int = 32
-    record_every: int = 25
+    lr: float = LR
+    steps: int = ATTENTION_PROFILES["quick"]["steps"]
+    d: int = ATTENTION_MODEL["d"]
+    hidden: int = ATTENTION_MODEL["hidden"]
+    record_every: int = 50
 
 
 @dataclass
 class AttentionSweep:
-    """loss [G, S, T]; attention [G, S, T, L, L] (mean over the data); qk_norm [G, S, T]."""
+    """loss [G, S, T]; attention [G, S, T, R, L], the recorded map (R = n_ctx rows, the key's attention
+    per position it names, for a pointer task; else R = L query positions, the mean over the data);
+    qk_norm [G, S, T]."""
 
     settings: AttentionSettings
     steps: torch.Tensor
@@ -46,6 +48,11 @@ class AttentionSweep:
     qk_norm: torch.Tensor
     levels: list[float]
     seconds: float
+
+    @property
+    def pointer(self) -> bool:
+        """True when the map's rows are the positions the key names (a pointer task), not queries."""
+        return self.attention.shape[-2] != self.attention.shape[-1]
 
 
 def compute_attention_sweep(settings: AttentionSettings, progress: bool | None = None) -> AttentionSweep:
@@ -58,12 +65,11 @@ def compute_attention_sweep(settings: AttentionSettings, progress: bool | None =
     traj = train_attention(task, gammas, seeds, settings.steps, settings.lr, uniform_twin=False, d=settings.d,
                            hidden=settings.hidden, record_every=settings.record_every, device="cpu", progress=progress)
     G, S, T = len(settings.gammas), len(settings.seeds), len(traj.steps)
-    L = task.seq_len
     return AttentionSweep(
         settings=settings,
         steps=traj.steps,
         loss=traj.loss.reshape(G, S, T),
-        attention=traj.extras["attention_map"].reshape(G, S, T, L, L),
+        attention=traj.extras["attention_map"].reshape(G, S, T, *traj.extras["attention_map"].shape[-2:]),
         qk_norm=traj.extras["qk_norm"].reshape(G, S, T),
         levels=task.plateau_levels(),
         seconds=time.perf_counter() - start,
@@ -81,7 +87,8 @@ def attention_sweep(settings: AttentionSettings | None = None, cache_dir=None) -
 
 def draw_attention(sweep: AttentionSweep, gamma_index: int, step_index: int, seed_index: int = 0,
                    figsize=(13.0, 3.3), dpi: int = 72) -> Figure:
-    """Four panels: the mean attention map at a step; the loss with its labelled levels; ‖W_Q W_Kᵀ‖
+    """Four panels: the attention map at a step (for a pointer task the key's attention, one row per
+    position it names; else every query's, averaged over the data); the loss with its labelled levels; ‖W_Q W_Kᵀ‖
     relative to its init over training; the same against the loss. No twin axes, and plain tick
     labels (no offset, linear ratio axes from 0) even when the loss or the norm sits flat."""
     G, S, T = sweep.loss.shape
@@ -96,16 +103,18 @@ def draw_attention(sweep: AttentionSweep, gamma_index: int, step_index: int, see
     fig.subplots_adjust(left=0.04, right=0.98, bottom=0.16, top=0.88, wspace=0.7)
 
     attn = sweep.attention[gamma_index, seed_index, step_index].numpy()
-    L = attn.shape[0]
+    R, L = attn.shape
     ax_map.imshow(attn, vmin=0, vmax=1, cmap="viridis", interpolation="nearest")
-    for q in range(L):
+    for q in range(R):
         for k in range(L):
             ax_map.text(k, q, f"{attn[q, k]:.2f}", ha="center", va="center", fontsize=8,
                         color="white" if attn[q, k] < 0.6 else "black")
-    ticks = [f"x{i + 1}" for i in range(L)]
-    ax_map.set_xticks(range(L), ticks)
-    ax_map.set_yticks(range(L), ticks)
-    ax_map.set(xlabel="key position", ylabel="query position", title=f"mean attention, step {step}")
+    ax_map.set_xticks(range(L), [f"x{i + 1}" for i in range(L)])
+    ax_map.set_yticks(range(R), [f"x{i + 1}" for i in range(R)])
+    if sweep.pointer:
+        ax_map.set(xlabel="attended position", ylabel="the key names", title=f"the key's attention, step {step}")
+    else:
+        ax_map.set(xlabel="key position", ylabel="query position", title=f"mean attention, step {step}")
 
     low, high = min(sweep.levels), max(sweep.levels)
     span = (min(low, float(loss.min())) - 0.03, max(high, float(loss.max())) + 0.03)
@@ -170,15 +179,14 @@ def sweep_from_experiment(result) -> AttentionSweep:
     traj = result.trained
     if [(g, s) for g in gammas for s in seeds] != list(zip(result.gammas, result.seeds)):
         raise ValueError("the run is not a gamma-major (gamma, seed) grid")
-    T, L = len(traj.steps), result.task.seq_len
-    from ctxlab.attention_exp import POINTER_TASK
-
+    T = len(traj.steps)
     cfg = result.settings
     settings = AttentionSettings(task=result.task.name, task_args=tuple(POINTER_TASK.items()),
                                  gammas=tuple(gammas), seeds=tuple(seeds), lr=cfg["lr"], steps=cfg["steps"], d=cfg["d"],
                                  hidden=cfg["hidden"], record_every=cfg["record_every"])
     return AttentionSweep(settings, traj.steps, traj.loss.reshape(G, S, T),
-                          traj.extras["attention_map"].reshape(G, S, T, L, L), traj.extras["qk_norm"].reshape(G, S, T),
+                          traj.extras["attention_map"].reshape(G, S, T, *traj.extras["attention_map"].shape[-2:]),
+                          traj.extras["qk_norm"].reshape(G, S, T),
                           list(result.levels), result.seconds)
 
 
