@@ -30,14 +30,11 @@ HEADLINE_TASK = {"n_values": 2, "block": 8, "mix": (0.4, 0.3, 0.3)}
 # at lr 1 the loss slides through H3 (70-85 flat steps within 0.01 of it); at 0.5 it rests there for
 # 215-245 steps in every seed and still ends on H4 within 6000 steps (benchmarks/staircase_rungs.py).
 # Adam's steps are lr-sized whatever the gradient, so it takes a small one.
-ADAM_LR = 0.001
-
-
 def default_lr(orders: int, optimizer: str = "gd") -> float:
     """The learning rate ``staircase`` uses when none is given, for a task of ``orders`` orders."""
     if optimizer not in ("gd", "adam"):
         raise ValueError(f"optimizer must be 'gd' or 'adam', got {optimizer!r}")
-    return ADAM_LR if optimizer == "adam" else (1.0 if orders <= 3 else 0.5)
+    return 0.001 if optimizer == "adam" else (1.0 if orders <= 3 else 0.5)
 
 
 # Sizes per scale profile: quick fits a minute on 2 CPU cores, full is for a GPU.
