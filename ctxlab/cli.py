@@ -235,7 +235,7 @@ def _add_attention(sub) -> None:
     a = sub.add_parser("attention", help="train one attention layer on a task that needs it, next to the same "
                        "model with attention frozen uniform; rungs, figure, JSON")
     _add_grid_options(a, gammas=[1.0], seeds=3)
-    a.add_argument("--lr", type=_positive_float, default=None, help="gradient-descent learning rate (default 0.07)")
+    a.add_argument("--lr", type=_positive_float, default=None, help="gradient-descent learning rate (default 0.08)")
     _add_run_options(a)
     a.set_defaults(func=_attention)
 
