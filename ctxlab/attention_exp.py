@@ -69,7 +69,7 @@ class AttentionResult:
     # (the key's attention, averaged over the sequences whose key names each position: the explorer's map)
     baseline: Trajectory  # its second half
     levels: list[float]
-    settings: dict  # steps, lr, d, hidden, record_every
+    settings: dict  # steps, lr, record_every and ATTENTION_MODEL (sizes, residual, read-out)
     reads: list[Rungs | None]  # trained runs (None: diverged)
     baseline_reads: list[Rungs | None]
     seconds: float
@@ -172,11 +172,12 @@ def train_attention(task: Task, gammas: list[float], seeds: list[int], steps: in
     twins = [False] * K + [True] * K if uniform_twin else [False] * K
     model = attention_model(task, gammas * (1 + uniform_twin), seeds * (1 + uniform_twin), twins, d=d, hidden=hidden)
     x = task.population.x
-    probes = {"qk_norm": lambda m: m.qk_norm(), "attention_map": lambda m: m.attention(x.to(m.embedding.device)).mean(1)}
+    probes = {"qk_norm": lambda m: m.qk_norm()}
     if "target_position" in task.info:
-        probes["attention_map"] = key_attention_map(task)
-        probes["attention_to_target"] = target_attention(task)
-        probes["attention_by_position"] = target_attention(task, by_position=True)
+        probes.update(attention_map=key_attention_map(task), attention_to_target=target_attention(task),
+                      attention_by_position=target_attention(task, by_position=True))
+    else:
+        probes["attention_map"] = lambda m: m.attention(x.to(m.embedding.device)).mean(1)
     return train(model, task.population, steps, lr=lr, record_every=record_every, probes=probes,
                  device=device, progress=progress, on_divergence=on_divergence, desc="attention")
 
