@@ -190,6 +190,13 @@ def treads(steps: Tensor, loss: Tensor, tol: float = TOL, flat: float | None = N
     return found
 
 
+def longest_tread_at(steps: Tensor, loss: Tensor, level: float, tol: float = TOL) -> Tread | None:
+    """The longest tread of one curve [T] whose level lies within ``tol`` of ``level`` (None: the loss
+    never rests there): how long a curve rests on a level that is not a rung of its ladder."""
+    near = [t for t in treads(steps, loss, tol) if abs(t.level - level) <= tol]
+    return max(near, key=lambda t: t.steps, default=None)
+
+
 def measure_runs(steps: Tensor, losses: Tensor, levels: Sequence[float], tol: float = TOL,
                  flat: float | None = None) -> list[Rungs]:
     """:func:`measure_rungs` for every curve of ``losses`` [K, T]."""

@@ -39,7 +39,7 @@ from ctxlab.attention_exp import (
     attention_on_rung,
 )
 from ctxlab.plots import SEED_COLORS, attention_by_position_figure, attention_figure, label_levels
-from ctxlab.rungs import crossing_step, measure_rungs, treads
+from ctxlab.rungs import crossing_step, longest_tread_at, measure_rungs
 from ctxlab.tasks import pointer_task
 from ctxlab.theory import (
     attention_embedding_velocity,
@@ -227,8 +227,7 @@ partial = result.partial_level
 trained_end = torch.tensor([r.final for r in result.reads]) - last
 uniform_end = torch.tensor([r.final for r in result.baseline_reads]) - last
 flat = [result.flat_on_key_rung(k) for k in range(result.trained.n_models)]
-bag_treads = [max((t for t in treads(steps, curve) if abs(t.level - bag_level) <= 0.01), key=lambda t: t.steps,
-                  default=None) for curve in result.trained.loss]  # the longest rest within 0.01 of the bag's floor
+bag_treads = [longest_tread_at(steps, curve, bag_level, 0.01) for curve in result.trained.loss]
 bag_rest = [0 if t is None else t.steps for t in bag_treads]
 flat_bag = [None if t is None else float((attention[k, (steps >= t.first) & (steps <= t.last)] - 1 / L).abs().max())
             for k, t in enumerate(bag_treads)]
@@ -279,22 +278,22 @@ plt.show()
 
 # %%
 by_position = result.trained.extras["attention_by_position"]  # [K, T, positions]
-sub_treads = [[t for t in treads(steps, curve) if abs(t.level - partial) <= 0.01] for curve in result.trained.loss]
+sub_treads = [longest_tread_at(steps, curve, partial, 0.01) for curve in result.trained.loss]
 lagging, leading = [], []
 for k, found in enumerate(sub_treads):
-    middle = result.trained.index((found[0].first + found[0].last) // 2) if found else -1
+    middle = result.trained.index((found.first + found.last) // 2) if found else -1
     ranked = by_position[k, middle].sort().values
     lagging.append(float(ranked[0]))
     leading.append(float(ranked[1]))
 print(f"the '2 of 3 positions read' level: {partial:.4f}")
 print("tread near it, per seed (first step, last step, loss):",
-      [(t[0].first, t[0].last, round(t[0].level, 4)) if t else None for t in sub_treads])
+      [(t.first, t.last, round(t.level, 4)) if t else None for t in sub_treads])
 print("in its middle: attention for the lagging position", [f"{v:.3f}" for v in lagging],
       " for the next one", [f"{v:.3f}" for v in leading])
 
 # %% tags=["NBVAL_CHECK_OUTPUT"]
 print("every seed rests at least 500 steps within 0.01 of the '2 of 3 positions read' level:",
-      all(t and t[0].steps >= 500 for t in sub_treads))
+      all(t is not None and t.steps >= 500 for t in sub_treads))
 print("there, one position's attention is within 1/L ± 0.02 and the other two are above 1/L + 0.2, every seed:",
       all(abs(a - 1 / L) <= 0.02 for a in lagging) and all(b > 1 / L + 0.2 for b in leading))
 
@@ -341,8 +340,7 @@ adam_grown = adam_qk[:, adam.index(100)] / adam_qk[:, 0]
 adam_h1_dwell = [r.dwells()[1] for r in adam_reads]
 adam_reach = crossing_step(adam.steps, adam.loss, last + TOL)
 adam_attention_end = adam.extras["attention"][:, -1]
-adam_bag_rest = [max((t.steps for t in treads(adam.steps, curve) if abs(t.level - bag_level) <= 0.01), default=0)
-                 for curve in adam.loss]
+adam_bag_rest = [0 if t is None else t.steps for t in (longest_tread_at(adam.steps, c, bag_level, 0.01) for c in adam.loss)]
 gd_h1_dwell = [r.dwells()[1] for r in result.reads]
 gd_reach = crossing_step(steps, result.trained.loss, last + TOL)
 print("Adam: ‖W_Q W_Kᵀ‖ at step 100 / at init:", [f"{v:.0f}" for v in adam_grown.tolist()])

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from ctxlab.align import order_shares
-from ctxlab.rungs import measure_rungs, measure_runs, stair_onsets, treads
+from ctxlab.rungs import longest_tread_at, measure_rungs, measure_runs, stair_onsets, treads
 from ctxlab.signatures import label_signature
 from ctxlab.tasks import hierarchy_task
 
@@ -107,3 +107,12 @@ def test_treads_find_every_rest_predicted_or_not():
     assert treads(steps, loss, min_steps=308) == [found[1]]  # only the 310-step rest is that long
     with pytest.raises(ValueError, match="flat"):
         treads(steps, loss, flat=0.0)
+
+
+def test_longest_tread_at_a_level():
+    # two rests near 0.8 (100 and 300 steps) and one at 0.5; a level nobody rests on gives None
+    loss = steps_curve((1.0, 0), (0.805, 200), (0.3, 300), (0.796, 400), (0.5, 700))
+    found = longest_tread_at(STEPS, loss, 0.8)
+    assert (found.first, found.last, found.level) == (400, 695, pytest.approx(0.796))
+    assert longest_tread_at(STEPS, loss, 0.8, tol=0.001) is None
+    assert longest_tread_at(STEPS, loss, 0.65) is None

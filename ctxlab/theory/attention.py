@@ -16,40 +16,40 @@ from ctxlab.validate import number
 # sigma'(0) of each activation: gelu(u) = u * Phi(u) ~ u / 2 near 0.
 
 
-def target_attention(task, by_position: bool = False) -> Callable[[object], Tensor]:
-    """A ``train`` probe: mean over sequences of attn[query = the key (last position), key = the
-    position it names] for a pointer task (``info["target_position"]``); returns [K], 1/L while uniform.
-    ``by_position=True``: the mean over the sequences whose key names each position, [K, n_ctx]."""
+def _named_position_groups(task) -> Tensor:
+    """[N, n_ctx]: for each position a pointer task's key can name, the weights of a mean over the
+    sequences whose key names it."""
     where = task.info.get("target_position")
     if where is None:
-        raise ValueError("target_attention needs a task with info['target_position'] (see pointer_task)")
-    x = task.population.x
-    rows = torch.arange(x.shape[0])
+        raise ValueError("needs a pointer task, with info['target_position'] (see pointer_task)")
     groups = torch.nn.functional.one_hot(where, task.seq_len - 1).double()
-    groups = groups / groups.sum(0)  # [N, n_ctx]: the mean over each position's sequences
-
-    def probe(model) -> Tensor:
-        attn = model.attention(x.to(model.embedding.device))[:, :, -1, :]  # [K, N, L]
-        to_target = attn[:, rows, where.to(attn.device)]  # [K, N]
-        return (to_target.double() @ groups.to(attn.device)).to(attn.dtype) if by_position else to_target.mean(1)
-
-    return probe
+    return groups / groups.sum(0)
 
 
 def key_attention_map(task) -> Callable[[object], Tensor]:
     """A ``train`` probe for a pointer task: the key's attention over all L positions, averaged over
     the sequences whose key names each context position: [K, n_ctx, L]. Where attention finds the
     target, row p peaks at column p."""
-    where = task.info.get("target_position")
-    if where is None:
-        raise ValueError("key_attention_map needs a task with info['target_position'] (see pointer_task)")
-    x = task.population.x
-    groups = torch.nn.functional.one_hot(where, task.seq_len - 1).double()
-    groups = groups / groups.sum(0)  # [N, n_ctx]
+    groups, x = _named_position_groups(task), task.population.x
 
     def probe(model) -> Tensor:
         attn = model.attention(x.to(model.embedding.device))[:, :, -1, :]  # [K, N, L]
         return torch.einsum("knl,np->kpl", attn.double(), groups.to(attn.device)).to(attn.dtype)
+
+    return probe
+
+
+def target_attention(task, by_position: bool = False) -> Callable[[object], Tensor]:
+    """A ``train`` probe: mean over sequences of attn[query = the key (last position), key = the
+    position it names] for a pointer task; returns [K], 1/L while uniform. ``by_position=True``: the
+    mean over the sequences whose key names each position, [K, n_ctx] (the diagonal of
+    :func:`key_attention_map`)."""
+    per_position = key_attention_map(task)
+    shares = torch.bincount(task.info["target_position"], minlength=task.seq_len - 1).double() / task.population.n
+
+    def probe(model) -> Tensor:
+        diagonal = per_position(model).diagonal(dim1=-2, dim2=-1)  # [K, n_ctx]
+        return diagonal if by_position else (diagonal.double() @ shares.to(diagonal.device)).to(diagonal.dtype)
 
     return probe
 
