@@ -8,6 +8,8 @@ import sys
 
 PROFILES = ("quick", "full")
 PROFILE_VARIABLE = "CTXLAB_PROFILE"
+JITTER_VARIABLE = "CTXLAB_INIT_JITTER"
+JITTER_SIZE = 1e-6
 
 
 def in_colab() -> bool:
@@ -64,6 +66,32 @@ def profile() -> str:
     if in_ci():
         return "quick"
     return "full" if device().type == "cuda" else "quick"
+
+
+def init_jitter(weights):
+    """``weights`` times (1 + 1e-6 z), z ~ N(0, 1), when the opt-in init jitter is on; else ``weights``.
+
+    ``CTXLAB_INIT_JITTER=SEED`` turns it on: what another CPU's last-bit differences do to a chaotic
+    run, on any CPU. ``benchmarks/portability.py`` and ``make test`` run the lessons with it to find
+    checked outputs that one run's arithmetic could flip; off by default. z is seeded by SEED and
+    the weights themselves, so the same init drawn twice is jittered twice alike ("same seed, same
+    numbers" still holds within a jittered run) and the weights' own generator is not touched.
+    """
+    chosen = os.environ.get(JITTER_VARIABLE, "").strip()
+    if not chosen:
+        return weights
+    try:
+        seed = int(chosen)
+    except ValueError:
+        raise ValueError(f"{JITTER_VARIABLE}={chosen!r}: expected an integer seed, or unset it") from None
+    import hashlib
+
+    import torch
+
+    digest = hashlib.blake2b(weights.detach().cpu().numpy().tobytes(), digest_size=8, key=str(seed).encode())
+    stream = torch.Generator().manual_seed(int.from_bytes(digest.digest(), "little") >> 1)
+    z = torch.randn(weights.shape, generator=stream, dtype=weights.dtype).to(weights.device)
+    return weights * (1 + JITTER_SIZE * z)
 
 
 def progress_enabled(progress: bool | None = None) -> bool:

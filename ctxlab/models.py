@@ -18,6 +18,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor, nn
 
+from ctxlab.env import init_jitter
 from ctxlab.validate import integer, nonempty, token_ids
 
 ACTIVATIONS = {
@@ -33,8 +34,9 @@ def _as_list(value, name: str) -> list:
 
 
 def small_init(shape: Sequence[int], fan_in: int, gamma: float, generator: torch.Generator) -> Tensor:
-    """The course's one init formula: entries N(0, fan_in^(-2 gamma)), drawn from ``generator``."""
-    return torch.randn(*shape, generator=generator) * fan_in ** (-gamma)
+    """The course's one init formula: entries N(0, fan_in^(-2 gamma)), drawn from ``generator``
+    (times 1 + 1e-6 z when the portability test's jitter is on: :func:`ctxlab.env.init_jitter`)."""
+    return init_jitter(torch.randn(*shape, generator=generator) * fan_in ** (-gamma))
 
 
 def ensemble_grid(gammas, seeds) -> tuple[list[float], list[int]]:

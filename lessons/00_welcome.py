@@ -6,7 +6,7 @@
 # 2. how lessons, exercises, grading and the `ctxlab` command fit together;
 # 3. how to run any experiment at full scale on a GPU.
 #
-# **Prerequisites.** Python, a little PyTorch, cross-entropy. **Run time.** About 15 seconds on one CPU core (the first cell trains two small models).
+# **Prerequisites.** Python, a little PyTorch, cross-entropy. **Run time.** About 25 seconds on one CPU core (two cells train small models).
 
 # %% [markdown]
 # ## The question
@@ -59,8 +59,8 @@ plt.show()
 # training: H0 = ln 2 is the loss of a uniform guess. H1, H2 and H3 are the conditional entropies of
 # the label given the first one, two and three tokens: the lowest losses that statistics of order 1,
 # 2 and 3 can reach. At small initialization (γ = 1) the loss rests on each dashed line in
-# turn. At standard initialization (γ = 0.5) it does not rest on H1 at all, and it climbs back
-# in short spikes (learning rate 1 is large for weights of that size).
+# turn. At standard initialization (γ = 0.5) it does not rest on H1 at all, and this run (seed 0)
+# climbs back in short spikes (learning rate 1 is large for weights of that size).
 #
 # **Middle row:** which part of the embedding has changed. Each order of statistics names some
 # directions in token space (lesson 01's signatures); the curves show the share of the change
@@ -84,8 +84,36 @@ print(result.table())
 standard, small = result.rungs  # γ = 0.5 and γ = 1, as in result.gammas
 print("γ = 1: rests ≥ 100 steps on H1 and on H2:", all(r.dwell >= 100 for r in small.rungs[1:3]),
       "| never climbs back by more than 0.01:", small.rise <= 0.01, "| ends on H3:", small.ends_on == 3)
-print("γ = 0.5: rests on H1 for fewer than 20 steps:", standard.rungs[1].dwell < 20,
-      "| climbs back by more than 0.05 at least once:", standard.rise > 0.05)
+print("γ = 0.5: rests on H1 for fewer than 20 steps:", standard.rungs[1].dwell < 20)
+
+# %% [markdown]
+# Are the spikes a property of standard initialization, or of this one run? A spike is *chaotic*:
+# whether a run spikes, and how high, turns on the last bits of its arithmetic, so another CPU can
+# draw another spike. The way to make a claim about them is to count over seeds. Six seeds of the
+# γ = 0.5 run:
+
+# %%
+spiky = staircase(gammas=(0.5,), seeds=tuple(range(6)), steps=1500)
+rises = [r.rise for r in spiky.rungs]
+fig, ax = plt.subplots(figsize=(6, 2.6))
+for k, seed in enumerate(spiky.seeds):
+    ax.plot(spiky.trajectory.steps, spiky.trajectory.loss[k], lw=1, label=f"seed {seed}: rise {rises[k]:.3f}")
+for name, level in zip(("H0", "H1", "H2", "H3"), spiky.levels):
+    ax.axhline(level, ls="--", lw=0.7, color="grey")
+    ax.annotate(name, (1, level), xycoords=("axes fraction", "data"), fontsize=7, va="bottom", ha="right")
+ax.set(xlabel="step", ylabel="loss (nats)", title="γ = 0.5, six seeds: the most each climbs back (rise)")
+ax.legend(fontsize=7, ncol=2, loc="upper right", bbox_to_anchor=(0.96, 0.92))
+plt.show()
+
+# %% [markdown]
+# In this run two seeds spike (0 and 3), one wiggles (1) and three fall smoothly. Which seeds
+# spike can change with the arithmetic, so the checked facts are the ones that hold whichever
+# seed spikes:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+print("at least one of six seeds climbs back by more than 0.02:", max(rises) > 0.02,
+      "| at least three never climb back (rise below 0.001):", sum(x < 0.001 for x in rises) >= 3)
 
 # %% [markdown]
 # Three things to take away, each a later lesson:

@@ -306,9 +306,7 @@ print(f"extrapolated to all {pm.trajectory.n_models} cells: {sequential:.1f} s o
 print(f"at least 5 × 5 cells: {len(pm.gammas) >= 5 and len(pm.lrs) >= 5}")
 stable = ~pm.diverged.any(dim=0)
 print(f"learning rates at which every γ trained: {[r for r, ok in zip(pm.lrs, stable.tolist()) if ok]}")
-last = pm.final[:, -1]
-dead = bool((pm.diverged[:, -1] | ((last - levels[0]).abs() < 0.01)).all())
-print(f"at the largest learning rate every run diverged or ended within 0.01 of ln 3: {dead}")
+print(f"at the largest learning rate at least one γ diverged: {bool(pm.diverged[:, -1].any())}")
 print(f"no rest at ln 3 anywhere at γ = {pm.gammas[0]}: {bool((pm.plateau[0, stable] == 0).all())}")
 rest_up_gamma = bool((pm.plateau[1:, stable] >= pm.plateau[:-1, stable]).all())
 rest_down_lr = bool((pm.plateau[:, stable][:, 1:] <= pm.plateau[:, stable][:, :-1]).all())
@@ -323,9 +321,12 @@ print(f"rest grows with γ: {rest_up_gamma}; shrinks with the learning rate: {re
 # * At the **standard init γ = 0.5** there is no rest at ln 3 at any stable learning rate.
 # * The **final loss** is lowest where the stairs come early: a long first plateau leaves no time
 #   for the later stairs.
-# * The **largest learning rate diverges** (grey "div" cells, no numbers): gradient descent is only
-#   stable below a curvature limit, and the plateau analysis says nothing beyond it. A run in that
-#   column that does not blow up ends back at ln 3: a dead network, not a plateau.
+# * At the **largest learning rate, runs diverge** (grey "div" cells, no numbers): gradient descent
+#   is only stable below a curvature limit, and the plateau analysis says nothing beyond it. That
+#   column is chaotic: which γ blow up, which end back at ln 3 (a dead network, not a plateau) and
+#   which still train depends on the last bits of the arithmetic: multiplying every initial weight
+#   by (1 + 10⁻⁶ z) is enough to change it (`benchmarks/portability.py` runs the lesson so). The
+#   check above therefore says only what held in every such run: at least one γ diverges there.
 #
 # Exercise 1 asks you to turn this reading into a rule: which corner of a map has no first plateau?
 

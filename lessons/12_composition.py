@@ -89,18 +89,23 @@ fig = plots.composition_curves_figure(run.steps, train_acc, composed, gammas, sy
 # Every model fits the training pairs. The large and standard inits get there in 100–200 steps;
 # small init sits on a plateau first and needs 600–700. The held-out pair is where they
 # differ. The cells below print the comparison as booleans. The mean composed accuracy rises with
-# γ, and every small-init seed beats every standard-init seed. But no model composes on *all*
-# keys: small init gets about half of them (printed above). Few models copy the reverse pair;
-# most wrong answers are other labels. In this small model, "memorising" means "no answer"
+# γ, by more than 0.1 from one γ to the next. Seed by seed the gap between γ = 0.5 and γ = 1 is
+# a few keys (one key in 20 is 0.05), and a seed's count can move by a key when its initial
+# weights change in their last bits (`benchmarks/portability.py` tries that), so the check
+# compares the means, not single seeds. No model composes on *all* keys: small init gets about two
+# in five of them in the mean (printed above). Few models copy the reverse pair; most wrong
+# answers are other labels. In this small model, "memorising" means "no answer"
 # rather than "the symmetric answer".
 
 # %%
 # NBVAL_CHECK_OUTPUT
 final = {g: composed[[k for k, gk in enumerate(gammas) if gk == g], -1] for g in GAMMAS}
 print("all models fit the training pairs:", bool((train_acc[:, -1] == 1).all()))
-print("mean held-out accuracy rises with γ:", bool(final[0.3].mean() < final[0.5].mean() < final[1.0].mean()))
-print("every γ = 1 seed beats every γ = 0.5 seed:", bool(final[1.0].min() > final[0.5].max()))
-print("γ = 1 composes on at least a third of the keys:", bool(final[1.0].min() >= 1 / 3))
+means = [float(final[g].mean()) for g in GAMMAS]
+print("mean held-out accuracy rises with γ, by more than 0.1 at each step:",
+      all(b - a > 0.1 for a, b in zip(means, means[1:])))
+print("γ = 1 composes on more than a quarter and fewer than two thirds of the keys, in the mean:",
+      1 / 4 < means[-1] < 2 / 3)
 
 # %% [markdown]
 # > **Think.** To add a shift to a key, the network needs keys that sit on something like a
@@ -179,8 +184,8 @@ plt.show()
 # **What this lesson showed.**
 # - With the reverse pair trained on a different label, every model fits all 300 training
 #   sequences, but the held-out pair separates the inits. Mean composed accuracy rises with γ
-#   (0.3 < 0.5 < 1), and every γ = 1 seed beats every γ = 0.5 seed. Small init still composes
-#   on only about half the keys.
+#   (0.3 < 0.5 < 1, by more than 0.1 at each step). Small init still composes on only about two
+#   in five of the keys.
 # - Large and standard init memorise: on the held-out pair they give mostly neither the composed
 #   answer nor the copied reverse-pair answer.
 # - Composition goes with structure. At small init the keys lie on an ordered path and the
@@ -209,7 +214,7 @@ plt.show()
 # ## Summary
 #
 # * Every model fits the trained anchor pairs; on the held-out pair the share of composed answers
-#   rises with γ: small init composes on about half the keys, large init on almost none.
+#   rises with γ: small init composes on about two in five of the keys, large init on almost none.
 # * Wrong answers on the held-out pair are mostly neither the composed nor the copied label.
 # * Composition goes with structure: at small init keys and anchors line up with their values.
 # * The evidence supports the direction of the papers' claim, not its size: even small init

@@ -9,6 +9,7 @@ playwright is missing (CI installs both; never ``playwright install``: it downlo
 from __future__ import annotations
 
 import base64
+import json
 import os
 import shutil
 import socket
@@ -64,20 +65,44 @@ def sync_api():
     return api
 
 
+# JupyterLab's own settings for the test, in the test's folder: start the notebook's kernel without
+# asking (under load the kernel specs can arrive after the notebook opens, and Lab then shows "Select
+# Kernel"), and no news toast over the widgets.
+LAB_SETTINGS = {"notebook-extension/tracker": {"autoStartDefaultKernel": True},
+                "apputils-extension/notification": {"fetchNews": "false", "checkForUpdates": False}}
+
+
 @pytest.fixture
 def lab(tmp_path, sync_api):
-    """A JupyterLab server on 127.0.0.1 serving a folder with the explorer notebook; yields its URL."""
+    """A JupyterLab server on 127.0.0.1 serving a folder with the explorer notebook, whose kernel is
+    already started (a session made through the REST API before the page opens, so that the page
+    only connects to it and never chooses or starts a kernel itself); yields its URL."""
     root = tmp_path / "root"
     root.mkdir()
     nbformat.write(new_notebook(cells=[new_code_cell(CELL)], metadata={"kernelspec": KERNELSPEC}),
                    root / "explorer.ipynb")
+    settings = tmp_path / "user-settings"
+    for name, values in LAB_SETTINGS.items():
+        (settings / "@jupyterlab" / name).parent.mkdir(parents=True, exist_ok=True)
+        (settings / "@jupyterlab" / f"{name}.jupyterlab-settings").write_text(json.dumps(values))
     port = _free_port()
     command = [sys.executable, "-m", "jupyter", "lab", "--allow-root", "--no-browser", "--ip=127.0.0.1",
                f"--port={port}", "--ServerApp.token=", "--ServerApp.password=", f"--ServerApp.root_dir={root}",
                "--LabApp.expose_app_in_browser=True", "--LabApp.news_url=None",
                "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-               f"--LabApp.workspaces_dir={tmp_path / 'workspaces'}"]
-    yield from _serve(command, _env(tmp_path), f"http://127.0.0.1:{port}", tmp_path / "lab.log")
+               f"--LabApp.user_settings_dir={settings}", f"--LabApp.workspaces_dir={tmp_path / 'workspaces'}",
+               "--ServerApp.disable_check_xsrf=True"]  # the session is made by a plain POST; loopback only
+    for url in _serve(command, _env(tmp_path), f"http://127.0.0.1:{port}", tmp_path / "lab.log"):
+        _start_session(url, "explorer.ipynb")
+        yield url
+
+
+def _start_session(url: str, path: str) -> None:
+    """Create the notebook's session: the server answers once its kernel has started."""
+    body = json.dumps({"path": path, "name": path, "type": "notebook", "kernel": {"name": KERNELSPEC["name"]}})
+    request = urllib.request.Request(f"{url}/api/sessions", data=body.encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+    urllib.request.urlopen(request, timeout=120).close()
 
 
 @pytest.fixture
@@ -208,7 +233,7 @@ def test_sliders_redraw_the_plot_in_jupyterlab(lab, sync_api):
         browser = _browser(p)
         page = browser.new_page(viewport={"width": 1400, "height": 900})
         try:
-            page.goto(f"{lab}/lab/tree/explorer.ipynb?reset")
+            page.goto(f"{lab}/lab/tree/explorer.ipynb")  # a fresh workspace folder: nothing to reset
             _run_all(page, sync_api)
             page.wait_for_selector(".widget-readout", timeout=10_000)
             page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)

@@ -101,6 +101,48 @@ def test_disk_cache_round_trip(tmp_path):
     torch.testing.assert_close(loaded.loss, first.loss)
 
 
+class _RunsCode:
+    """What a planted cache file could hold: unpickling it would call ``os.system``."""
+
+    def __reduce__(self):
+        import os
+
+        return os.system, ("touch ran-code",)
+
+
+@pytest.mark.parametrize("legacy", [False, True], ids=["zip", "plain pickle"])
+def test_a_planted_pickle_is_refused_not_run(tmp_path, monkeypatch, legacy):
+    """A cache folder someone else can write to must never run code in the student's kernel."""
+    import pickle
+
+    from ctxlab.widgets._common import _disk_path
+    from ctxlab.widgets.staircase_sweep import _SWEEPS
+
+    monkeypatch.chdir(tmp_path)
+    settings = dataclasses.replace(TINY, steps=20, gammas=(1.0,), seeds=(0,))
+    path = _disk_path(settings, tmp_path)
+    if legacy:
+        path.write_bytes(pickle.dumps(_RunsCode()))
+    else:
+        torch.save(_RunsCode(), path)
+    assert not (tmp_path / "ran-code").exists()  # writing it ran nothing
+    _SWEEPS.clear()
+    with pytest.raises(ValueError, match="refused to load .*not a data-only ctxlab sweep"):
+        staircase_sweep(settings, cache_dir=tmp_path)
+    assert not (tmp_path / "ran-code").exists()
+
+
+def test_a_foreign_data_file_is_refused(tmp_path):
+    from ctxlab.widgets._common import _disk_path
+    from ctxlab.widgets.staircase_sweep import _SWEEPS
+
+    settings = dataclasses.replace(TINY, steps=20, gammas=(1.0,), seeds=(0,))
+    torch.save({"type": "AttentionSweep", "fields": {}}, _disk_path(settings, tmp_path))
+    _SWEEPS.clear()
+    with pytest.raises(ValueError, match="not a cached StaircaseSweep"):
+        staircase_sweep(settings, cache_dir=tmp_path)
+
+
 def test_bad_settings_are_explained():
     with pytest.raises(ValueError, match="toggles between"):
         sweep_settings(optimizer="lbfgs")

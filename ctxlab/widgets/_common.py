@@ -7,10 +7,12 @@ render the Figure to PNG ourselves and replace the contents of an ``Output`` wid
 from __future__ import annotations
 
 import base64
+import dataclasses
 import functools
 import hashlib
 import io
 import json
+import pickle
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -27,13 +29,16 @@ class ResultCache:
     """A small in-memory LRU keyed by a frozen settings dataclass, optionally mirrored on disk.
 
     Sweeps are the expensive part of a dashboard; moving a slider must never retrain, and a
-    re-opened notebook can reload a sweep from ``cache_dir`` instead of recomputing it.
+    re-opened notebook can reload a sweep from ``cache_dir`` instead of recomputing it. On disk a
+    sweep is data only (tensors, numbers, strings; read back with ``weights_only=True``): a cache
+    folder others can write to (a shared /tmp, a mounted drive) must never run code in the kernel.
+    ``result_type`` is the dataclass the results are (its ``settings`` field is the key itself).
     """
 
-    def __init__(self, maxsize: int = 8) -> None:
+    def __init__(self, maxsize: int = 8, result_type: type | None = None) -> None:
         if maxsize < 1:
             raise ValueError(f"maxsize must be at least 1, got {maxsize}")
-        self.maxsize = maxsize
+        self.maxsize, self.result_type = maxsize, result_type
         self._items: OrderedDict[Any, Any] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -43,14 +48,16 @@ class ResultCache:
             if settings in self._items:
                 self._items.move_to_end(settings)
                 return self._items[settings]
+        if cache_dir is not None and self.result_type is None:
+            raise ValueError("this cache keeps its results in memory only; call it without cache_dir")
         path = _disk_path(settings, cache_dir)
         if path is not None and path.exists():
-            result = torch.load(path, weights_only=False)
+            result = _load(path, settings, self.result_type)
         else:
             result = compute()
             if path is not None:
                 path.parent.mkdir(parents=True, exist_ok=True)
-                torch.save(result, path)
+                _save(result, path)
         with self._lock:
             self._items[settings] = result
             self._items.move_to_end(settings)
@@ -71,7 +78,24 @@ def _disk_path(settings, cache_dir: str | Path | None) -> Path | None:
         return None
     text = json.dumps(asdict(settings), sort_keys=True, default=str)
     digest = hashlib.sha1(f"{type(settings).__name__}:{text}".encode()).hexdigest()[:16]
-    return Path(cache_dir) / f"{type(settings).__name__.lower()}-{digest}.pt"
+    return Path(cache_dir) / f"{type(settings).__name__.lower()}-{digest}.data.pt"
+
+
+def _save(result, path: Path) -> None:
+    """A result dataclass as a dict of its fields but the settings (the cache key rebuilds it)."""
+    fields = {f.name: getattr(result, f.name) for f in dataclasses.fields(result) if f.name != "settings"}
+    torch.save({"type": type(result).__name__, "fields": fields}, path)
+
+
+def _load(path: Path, settings, result_type: type):
+    try:
+        payload = torch.load(path, weights_only=True)
+    except pickle.UnpicklingError as err:
+        raise ValueError(f"refused to load {path}: it is not a data-only ctxlab sweep (reading it would run the "
+                         "code it holds); delete it, or pass a cache_dir only you can write to") from err
+    if not isinstance(payload, dict) or payload.get("type") != result_type.__name__:
+        raise ValueError(f"refused to load {path}: not a cached {result_type.__name__}; delete it")
+    return result_type(settings=settings, **payload["fields"])
 
 
 class BackgroundJob:

@@ -76,7 +76,7 @@ def compute_attention_sweep(settings: AttentionSettings, progress: bool | None =
     )
 
 
-_SWEEPS = ResultCache(maxsize=4)
+_SWEEPS = ResultCache(maxsize=4, result_type=AttentionSweep)
 
 
 def attention_sweep(settings: AttentionSettings | None = None, cache_dir=None) -> AttentionSweep:

@@ -100,7 +100,7 @@ def compute_sweep(settings: SweepSettings, report: Callable[[float], None] | Non
     return sweep_from_result(result, settings)
 
 
-_SWEEPS = ResultCache(maxsize=6)
+_SWEEPS = ResultCache(maxsize=6, result_type=StaircaseSweep)
 
 
 def staircase_sweep(settings: SweepSettings | None = None, cache_dir=None,
