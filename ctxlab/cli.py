@@ -3,8 +3,9 @@
     ctxlab staircase [--gammas ...] [--seeds N] [--steps N] [--lr X] [--optimizer gd|adam]
                      [--values C --block B --mix p1 .. pL] [--device D] [--out DIR] [--json PATH]
     ctxlab lm [--gammas ...] [--steps N] [--tokenizer char|bpe] [--optimizer sgd|adam] [--precision fp32|tf32|bf16]
-              [--device D] [--out DIR] [--json PATH]
+              [--source shakespeare|pydoc | --text FILE] [--device D] [--out DIR] [--json PATH]
     torchrun --nproc-per-node 2 -m ctxlab.cli lm ...      (data-parallel)
+    ctxlab probe CHECKPOINT ... [--text FILE] [--top N] [--bins B] [--context M] [--key NAME] [--out DIR] [--json PATH]
     ctxlab build [--check] [--force] [NAMES ...]
     ctxlab grade NOTEBOOK [--cell-timeout S] [--timeout S]
     ctxlab doctor
@@ -123,8 +124,13 @@ def _lm(args: argparse.Namespace) -> int:
                     tokenizer=args.tokenizer, vocab_size=args.vocab_size, batch_size=args.batch_size, lr=args.lr,
                     optimizer=args.optimizer, precision=args.precision)
     cfg = lm_settings(args.profile, settings)
-    if args.source not in SOURCES:
-        raise ValueError(f"unknown --source {args.source!r}; choose one of {SOURCES}")
+    if args.text is not None:
+        from ctxlab.corpus import read_text_file
+
+        read_text_file(args.text)  # a missing, empty, binary or non-UTF-8 file fails here, before any work
+        args.source = str(Path(args.text))
+    elif args.source not in SOURCES:
+        raise ValueError(f"unknown --source {args.source!r}; choose one of {SOURCES} (or give --text FILE)")
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if cfg["batch_size"] % world:
         raise ValueError(f"--batch-size {cfg['batch_size']} must be divisible by the number of processes ({world})")
@@ -158,7 +164,40 @@ def _lm(args: argparse.Namespace) -> int:
     numbers = result.to_json()
     numbers["diverged_at_step"] = [None if step < 0 else step for step in result.trajectory.diverged_at.tolist()]
     save_outputs(lm_figure(result), figure_path, numbers, args.json)
+    if args.checkpoints:
+        from ctxlab.experiments.gpt import write_checkpoints
+
+        written = write_checkpoints(result, args.checkpoints)
+        print(f"checkpoints: {len(written)} folders under {args.checkpoints} (read them with: ctxlab probe "
+              f"{args.checkpoints}/step* {'--text ' + args.text if args.text else ''})".replace(" )", ")"))
     return report_divergence("lm", result.trajectory, "--lr")
+
+
+def _probe(args: argparse.Namespace) -> int:
+    """``ctxlab probe``: each checkpoint's input embedding against the text's order-1 and order-2 signatures."""
+    from ctxlab.corpus import load_text, read_text_file
+    from ctxlab.experiments.outputs import check_before_training, save_outputs
+    from ctxlab.plots import probe_figure
+    from ctxlab.probe import probe
+
+    corpus = read_text_file(args.text) if args.text else load_text("shakespeare")
+    folders = [_checkpoint_folder(c) for c in args.checkpoints]
+    figure_path = Path(args.out) / "probe.png"
+    check_before_training("cpu", figure_path, args.json)
+    result = probe(folders, corpus.text, corpus.name, top=args.top, context=args.context, bins=args.bins,
+                   key=args.key, n_shuffles=args.shuffles, progress=not args.no_progress)
+    print(result.table())
+    save_outputs(probe_figure(result), figure_path, result.to_json(), args.json)
+    return 0
+
+
+def _checkpoint_folder(name: str) -> Path:
+    """A checkpoint folder, or ``minilm``: the folder inside the installed MiniLM package (lesson 10)."""
+    if name == "minilm" and not Path(name).exists():
+        from ctxlab.pretrained import model_dir
+
+        return model_dir()
+    return Path(name)
 
 
 def _build(args: argparse.Namespace) -> int:
@@ -244,7 +283,10 @@ def _add_lm(sub) -> None:
     m = sub.add_parser("lm", help="train a small GPT on real text; KL to n-gram models, alignment; figure + JSON "
                        "(data-parallel under torchrun)")
     _add_grid_options(m, gammas=[1.0], seeds=1)
-    m.add_argument("--source", default="shakespeare", help="shakespeare or pydoc (both ship offline)")
+    text = m.add_mutually_exclusive_group()
+    text.add_argument("--source", default="shakespeare", help="shakespeare or pydoc (both ship offline)")
+    text.add_argument("--text", type=_path, default=None, metavar="FILE",
+                      help="train on your own UTF-8 text file instead (the BPE tokenizer is cached by its hash)")
     m.add_argument("--tokenizer", choices=["char", "bpe"], default=None, help="default: char (quick), bpe (full)")
     m.add_argument("--vocab-size", type=_positive_int, default=None, help="BPE vocabulary size (>= 260)")
     m.add_argument("--context", type=_positive_int, default=None, help="context length in tokens")
@@ -257,6 +299,9 @@ def _add_lm(sub) -> None:
                    help="adam (the profiles' default) or sgd (plain minibatch steps; give a larger --lr)")
     m.add_argument("--precision", choices=["fp32", "tf32", "bf16"], default=None,
                    help="fp32 (default), tf32 matmuls, or bf16 autocast with fp32 weights (GPU experiments)")
+    m.add_argument("--checkpoints", type=_path, default=None, metavar="DIR",
+                   help="also write every recorded embedding snapshot as DIR/stepN/ (safetensors + tokenizer.json), "
+                        "for ctxlab probe")
     _add_run_options(m, numbers="the curves")
     m.set_defaults(func=_lm)
 
@@ -267,6 +312,24 @@ def parser() -> argparse.ArgumentParser:
 
     for add in (_add_staircase, _add_attention, _add_lm):
         add(sub)
+
+    r = sub.add_parser("probe", help="compare the input embedding of local checkpoint folders (safetensors + "
+                       "tokenizer.json) with a text's order-1 and order-2 signatures; table, figure, JSON")
+    r.add_argument("checkpoints", nargs="+", metavar="CHECKPOINT",
+                   help="folders in the Hugging Face layout (several of one run: drawn against the step in their "
+                        "names); 'minilm' is lesson 10's installed model")
+    r.add_argument("--text", type=_path, default=None, metavar="FILE",
+                   help="a UTF-8 text file (default: the shipped Shakespeare)")
+    r.add_argument("--top", type=_positive_int, default=400, help="most frequent tokens kept; the rest share a bucket (default 400)")
+    r.add_argument("--bins", type=_positive_int, default=4, help="frequency bins of equal size (default 4)")
+    r.add_argument("--context", type=_positive_int, default=63,
+                   help="previous and next tokens kept for the order-2 signature (default 63)")
+    r.add_argument("--key", default=None, help="the embedding tensor's name, when it cannot be found by name or shape")
+    r.add_argument("--shuffles", type=_positive_int, default=50, help="row shuffles for the chance level (default 50)")
+    r.add_argument("--out", type=_path, default="figs", help="folder for probe.png (default figs)")
+    r.add_argument("--json", type=_path, default=None, help="write every number to this JSON file")
+    r.add_argument("--no-progress", action="store_true", help="no progress bar")
+    r.set_defaults(func=_probe)
 
     b = sub.add_parser("build", help="build lesson, exercise and solution notebooks from their sources")
     b.add_argument("--check", action="store_true", help="fail if a committed notebook differs from its source")

@@ -33,9 +33,32 @@ class Corpus:
     provenance: str
 
 
+def read_text_file(path: str | Path) -> Corpus:
+    """Any UTF-8 text file as a corpus, or a one-line error (before any work) that says what is wrong
+    with it: missing, empty, binary (NUL bytes) or not UTF-8 (with the first bad byte's offset)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"--text: no file at {path}")
+    raw = path.read_bytes()
+    if not raw.strip():
+        raise ValueError(f"--text: {path} is empty")
+    if b"\x00" in raw[:65536]:
+        raise ValueError(f"--text: {path} looks binary (it has NUL bytes); give a UTF-8 text file")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"--text: {path} is not UTF-8 text (byte {err.start} is 0x{raw[err.start]:02x}); "
+                         "convert it, e.g. with iconv -t utf-8") from None
+    return Corpus(path.name, text, f"the file {path} ({len(raw)} bytes, sha256 {hashlib.sha256(raw).hexdigest()[:12]})")
+
+
 def load_text(name: str = "shakespeare", max_chars: int | None = None) -> Corpus:
-    """The text of a shipped source: ``shakespeare`` (1.0 M chars) or ``pydoc`` (Python's docs)."""
-    if name == "shakespeare":
+    """The text of a shipped source, ``shakespeare`` (1.0 M chars) or ``pydoc`` (Python's docs), or of a
+    UTF-8 file when ``name`` is a path (:func:`read_text_file`)."""
+    if isinstance(name, Path) or (name not in SOURCES and (Path(name).exists() or "/" in name or "." in name)):
+        corpus = read_text_file(name)
+        text, name, provenance = corpus.text, corpus.name, corpus.provenance
+    elif name == "shakespeare":
         raw = resources.files("ctxlab").joinpath("data/shakespeare.txt.gz").read_bytes()
         text = gzip.decompress(raw).decode("utf-8")
         provenance = "Open Shakespeare (Open Knowledge Foundation), CC-BY 2.5; see ctxlab/data/PROVENANCE.md"
@@ -78,6 +101,16 @@ class CharTokenizer:
     def token_names(self) -> tuple[str, ...]:
         return tuple(repr(c)[1:-1] for c in self.chars)
 
+    def to_tokenizers(self):
+        """The same character vocabulary as a ``tokenizers.Tokenizer`` (one token per character, the
+        same ids), to save as a checkpoint's ``tokenizer.json``."""
+        from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+
+        tok = Tokenizer(models.WordLevel(dict(self._ids), unk_token=None))
+        tok.pre_tokenizer = pre_tokenizers.Split(Regex("[\\s\\S]"), behavior="isolated")
+        tok.decoder = decoders.Fuse()
+        return tok
+
 
 class BPETokenizer:
     """A byte-level BPE trained on the text with the ``tokenizers`` package, cached by content hash."""
@@ -118,6 +151,10 @@ class BPETokenizer:
 
     def token_names(self) -> tuple[str, ...]:
         return tuple(self._tok.id_to_token(i) for i in range(self.vocab_size))
+
+    def to_tokenizers(self):
+        """The trained ``tokenizers.Tokenizer`` itself (a checkpoint's ``tokenizer.json``)."""
+        return self._tok
 
 
 def tokenizer(kind: str, text: str, vocab_size: int = 512, cache_dir=None):

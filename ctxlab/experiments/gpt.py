@@ -41,6 +41,7 @@ class LMResult:
     # name -> [2, K, T]: lowest and highest CKA(E - E0, row-shuffled S) over the shuffles (lesson 02:
     # a CKA is read against its shuffled band); None for a recording that kept no band
     alignment_band: dict[str, torch.Tensor] | None = None
+    tokenizer: object | None = None  # ctxlab.corpus.CharTokenizer or BPETokenizer; None for a recording
 
     def kl_minimum_steps(self) -> dict[str, list[int]]:
         """Per n-gram order, the step where each model is closest to that n-gram predictor."""
@@ -201,13 +202,21 @@ def language_model(
     on_divergence: str = "raise",
     **overrides,
 ) -> LMResult:
-    """Train TinyGPT on a shipped text for every (gamma, seed), measuring it against n-gram models."""
+    """Train TinyGPT on a shipped text (or a UTF-8 file: ``source`` is its path) for every (gamma, seed),
+    measuring it against n-gram models."""
     from ctxlab.lm import TinyGPT, train_lm
     from ctxlab.signatures import bigram_signature, trigram_increment
 
     cfg = lm_settings(profile, overrides)
     data = text_data(source, cfg["tokenizer"], cfg["vocab_size"] or 512)
     tok, V, train_tokens, held_out = data.tokenizer, data.vocab_size, data.train, data.held_out
+    if len(held_out) < cfg["context"] + 2:
+        raise ValueError(f"the text gives {len(train_tokens) + len(held_out)} tokens: too few for context "
+                         f"{cfg['context']} with 10 % held out; it needs at least {10 * (cfg['context'] + 2)}")
+    try:
+        tok.encode(prompt)
+    except ValueError:  # a character tokenizer of a text without the prompt's characters (say, no newline)
+        prompt = tok.decode(train_tokens[:1])
     yardsticks, entropies = data.yardsticks, data.entropies
     g, s = ensemble_grid(gammas, seeds)
     model = TinyGPT(V, cfg["context"], d=cfg["d"], n_layers=cfg["n_layers"], n_heads=cfg["n_heads"], gamma=g, seed=s)
@@ -224,4 +233,31 @@ def language_model(
     samples = {step: [tok.decode(row) for row in traj.extras["samples"][:, i]] for i, step in enumerate(traj.config["sample_steps"])}
     tokens = cfg["steps"] * cfg["batch_size"] * cfg["context"] * len(g)
     cfg.update({"vocab": V, "source": source})
-    return LMResult(traj, entropies, alignment, samples, cfg, seconds, tokens / seconds, band)
+    return LMResult(traj, entropies, alignment, samples, cfg, seconds, tokens / seconds, band, tok)
+
+
+def write_checkpoints(result: LMResult, folder: str | Path) -> list[Path]:
+    """Every recorded embedding snapshot as a checkpoint folder in the Hugging Face layout, which
+    ``ctxlab probe`` reads like anybody's: ``folder/step{N}/`` (``folder/g{γ}-s{seed}/step{N}/`` for
+    several models) with ``model.safetensors`` (the table as ``embedding.weight``), ``tokenizer.json``
+    and ``config.json``. Returns the folders written."""
+    from safetensors.torch import save_file
+
+    if result.tokenizer is None:
+        raise ValueError("a recorded run keeps no tokenizer: train one with language_model() to write checkpoints")
+    traj, folder = result.trajectory, Path(folder)
+    tokenizer_json = result.tokenizer.to_tokenizers().to_str()
+    written = []
+    for k, (g, seed) in enumerate(zip(traj.gammas, traj.seeds)):
+        base = folder if traj.n_models == 1 else folder / f"g{g:g}-s{seed}"
+        for t, step in enumerate(traj.steps.tolist()):
+            out = base / f"step{step}"
+            out.mkdir(parents=True, exist_ok=True)
+            save_file({"embedding.weight": traj.embeddings[k, t].contiguous().float()}, str(out / "model.safetensors"))
+            (out / "tokenizer.json").write_text(tokenizer_json, encoding="utf-8")
+            config = {"model_type": "ctxlab-tinygpt", "vocab_size": int(traj.embeddings.shape[2]),
+                      "d": int(traj.embeddings.shape[3]), "gamma": g, "seed": seed, "step": step,
+                      "source": result.config.get("source")}
+            (out / "config.json").write_text(json.dumps(config, indent=1) + "\n", encoding="utf-8")
+            written.append(out)
+    return written

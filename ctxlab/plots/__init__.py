@@ -22,7 +22,7 @@ from ctxlab.plots.learning_times import (
     token_curves_figure,
 )
 from ctxlab.plots.lm import NGRAM_COLORS, lm_figure, lm_panels, lm_regimes_figure
-from ctxlab.plots.pretrained import frequency_alignment_figure
+from ctxlab.plots.pretrained import frequency_alignment_figure, probe_figure
 from ctxlab.plots.signatures import (
     METRIC_TITLES,
     chance_vs_vocab_figure,
@@ -92,6 +92,7 @@ __all__ = [
     "first_layer_shares",
     "fixed_codes_curves",
     "frequency_alignment_figure",
+    "probe_figure",
     "gamma_colors",
     "gpt_codes_figure",
     "label_levels",
