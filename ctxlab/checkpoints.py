@@ -43,9 +43,10 @@ class PretrainedEmbedding:
     def vocab_size(self) -> int:
         return self.matrix.shape[0]
 
-    def encode(self, text: str) -> Tensor:
-        """Token ids of ``text`` without [CLS]/[SEP], line by line (a stream for n-gram counts)."""
-        lines = [line for line in text.splitlines() if line.strip()]
+    def encode(self, text: str, by_line: bool = True) -> Tensor:
+        """Token ids of ``text`` without [CLS]/[SEP], line by line (a stream for n-gram counts), or as
+        one running stream, line breaks included (``by_line=False``: what a model of running text saw)."""
+        lines = [line for line in text.splitlines() if line.strip()] if by_line else [text]
         encodings = self.tokenizer.encode_batch(lines, add_special_tokens=False)
         return torch.tensor([i for enc in encodings for i in enc.ids], dtype=torch.long)
 

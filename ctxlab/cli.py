@@ -185,7 +185,8 @@ def _probe(args: argparse.Namespace) -> int:
     figure_path = Path(args.out) / "probe.png"
     check_before_training("cpu", figure_path, args.json)
     result = probe(folders, corpus.text, corpus.name, top=args.top, context=args.context, bins=args.bins,
-                   key=args.key, n_shuffles=args.shuffles, progress=not args.no_progress)
+                   key=args.key, n_shuffles=args.shuffles, progress=not args.no_progress, by_line=not args.stream,
+                   relative_to_first=args.relative_to_first)
     print(result.table())
     save_outputs(probe_figure(result), figure_path, result.to_json(), args.json)
     return 0
@@ -326,6 +327,10 @@ def parser() -> argparse.ArgumentParser:
                    help="previous and next tokens kept for the order-2 signature (default 63)")
     r.add_argument("--key", default=None, help="the embedding tensor's name, when it cannot be found by name or shape")
     r.add_argument("--shuffles", type=_positive_int, default=50, help="row shuffles for the chance level (default 50)")
+    r.add_argument("--stream", action="store_true",
+                   help="encode the text as one running stream, line breaks included (default: line by line)")
+    r.add_argument("--relative-to-first", action="store_true",
+                   help="measure each table's change from the first checkpoint's (E - E0 when the first is step 0)")
     r.add_argument("--out", type=_path, default="figs", help="folder for probe.png (default figs)")
     r.add_argument("--json", type=_path, default=None, help="write every number to this JSON file")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")

@@ -98,10 +98,10 @@ class ProbeResult:
         return "\n".join(lines)
 
 
-def _encode(model: PretrainedEmbedding, text: str) -> Tensor:
+def _encode(model: PretrainedEmbedding, text: str, by_line: bool = True) -> Tensor:
     """The text's token ids with the model's tokenizer, its unknown-token id left out."""
     try:
-        ids = model.encode(text)
+        ids = model.encode(text, by_line)
     except Exception as err:  # a vocabulary without an unknown token meets a character it lacks
         raise ValueError(f"{model.name}'s tokenizer cannot encode the text ({str(err).splitlines()[0][:100]})") from None
     unknown = getattr(model.tokenizer.model, "unk_token", None)
@@ -123,14 +123,15 @@ def _check_top(model: PretrainedEmbedding, ids: Tensor, top: int) -> None:
 
 
 def probe_one(model: PretrainedEmbedding, ids: Tensor, path: str, step: int | None, top: int, context: int,
-              bin_size: int, n_shuffles: int = 50) -> CheckpointAlignment:
-    """One embedding table against the order-1 and order-2 signatures of a token stream, bin by bin."""
+              bin_size: int, n_shuffles: int = 50, reference: Tensor | None = None) -> CheckpointAlignment:
+    """One embedding table against the order-1 and order-2 signatures of a token stream, bin by bin
+    (of its change from ``reference`` [V, d] when one is given: lesson 09's E − E0)."""
     _check_top(model, ids, top)
     distinct = int(torch.unique(ids).numel())
     stream, kept = bucket_rare(ids, model.vocab_size, top)
     ctx_stream, _ = bucket_rare(ids, model.vocab_size, min(context, distinct))
     signatures = {1: kept_signature(stream, top), 2: pair_increment(stream, top, ctx_stream, min(context, distinct))}
-    E = model.matrix[kept].double()
+    E = (model.matrix if reference is None else model.matrix - reference)[kept].double()
     bins = frequency_bins(top, bin_size)
     orders = {o: alignment_by_bin(E, S, bins, n_shuffles=n_shuffles) for o, S in signatures.items()}
     return CheckpointAlignment(path, step, model.vocab_size, model.matrix.shape[1], top,
@@ -138,8 +139,14 @@ def probe_one(model: PretrainedEmbedding, ids: Tensor, path: str, step: int | No
 
 
 def probe(checkpoints, text: str, text_name: str = "text", top: int = 400, context: int = 63, bins: int = 4,
-          key: str | None = None, n_shuffles: int = 50, progress: bool | None = None) -> ProbeResult:
-    """Probe every checkpoint folder against ``text``; several folders of one run are put in step order."""
+          key: str | None = None, n_shuffles: int = 50, progress: bool | None = None, by_line: bool = True,
+          relative_to_first: bool = False) -> ProbeResult:
+    """Probe every checkpoint folder against ``text``; several folders of one run are put in step order.
+
+    by_line: encode the text line by line (lesson 10, a sentence model) or as one running stream (a
+    model trained on running text, line breaks being tokens). relative_to_first: measure each table's
+    change from the first folder's (the series' initialization when it starts at step 0), as the
+    training of ``ctxlab lm`` measures its own alignment."""
     from ctxlab.env import progress_enabled
 
     folders = [Path(c) for c in checkpoints]
@@ -159,13 +166,20 @@ def probe(checkpoints, text: str, text_name: str = "text", top: int = 400, conte
         model = load_checkpoint(folder, key)
         digest = hashlib.sha1(model.tokenizer.to_str().encode()).hexdigest()
         if digest not in encoded:
-            encoded[digest] = _encode(model, text)
+            encoded[digest] = _encode(model, text, by_line)
         return model, encoded[digest]
 
     first = read(folders[0])  # a bad folder, key or text fails here, before the progress bar starts
     _check_top(first[0], first[1], top)
+    if relative_to_first and len(folders) < 2:
+        raise ValueError("--relative-to-first needs two or more checkpoints (the first is the reference)")
+    reference = first[0].matrix if relative_to_first else None
     out = []
     for i, (folder, step) in enumerate(tqdm(list(zip(folders, steps)), desc="probe", disable=not progress_enabled(progress))):
+        if relative_to_first and i == 0:
+            continue  # its change from itself is zero
         model, ids = first if i == 0 else read(folder)
-        out.append(probe_one(model, ids, str(folder), step, top, context, top // bins, n_shuffles))
+        if reference is not None and model.matrix.shape != reference.shape:
+            raise ValueError(f"{folder}: table {tuple(model.matrix.shape)} differs from the first's {tuple(reference.shape)}")
+        out.append(probe_one(model, ids, str(folder), step, top, context, top // bins, n_shuffles, reference))
     return ProbeResult(text_name, len(first[1]), top, context, out)

@@ -228,6 +228,18 @@ def test_a_series_written_by_ctxlab_lm_reads_back_the_same(tmp_path):
                            read.path, read.step, 30, 15, 15, n_shuffles=10)
         for order in (1, 2):
             assert [b.cka for b in read.orders[order]] == pytest.approx([b.cka for b in direct.orders[order]], abs=1e-9)
+    # and the training's own alignment curve (lesson 09's CKA(E - E0, bigram signature) over all tokens,
+    # on the training part of the text) is what the probe measures relative to step 0, on that part
+    from ctxlab.corpus import train_val_split
+
+    tok = result.tokenizer
+    train, _ = train_val_split(tok.encode(text))
+    assert int(torch.unique(train).numel()) == tok.vocab_size  # every token occurs in the training part
+    own = probe(folders, tok.decode(train), top=tok.vocab_size, bins=1, n_shuffles=2, by_line=False,
+                relative_to_first=True, progress=False)
+    assert [c.step for c in own.checkpoints] == [20, 40]
+    probed_curve = [c.orders[1][0].cka for c in own.checkpoints]
+    assert probed_curve == pytest.approx(result.alignment["bigram"][0, 1:].tolist(), abs=1e-5)
     assert main(["probe", *map(str, folders), "--text", str(text_file), "--top", "30", "--bins", "2",
                  "--out", str(tmp_path / "figs"), "--json", str(tmp_path / "p.json"), "--no-progress"]) == 0
     assert [c["step"] for c in json.loads((tmp_path / "p.json").read_text())["checkpoints"]] == [0, 20, 40]
