@@ -8,10 +8,30 @@
   tests that share a fixture), so that the many short unit tests fill both workers at the end
   instead of one long notebook or group running alone."""
 
+import os
+
 import pytest
+
+from ctxlab.env import JITTER_VARIABLE
 
 pytest_plugins = ["ctxlab.course.budget"]
 LONG = ("slow", "install")
+# `make test` jitters the initial weights of the lessons' runs: their checked outputs must survive it.
+# It names the jitter seed in CTXLAB_LESSON_JITTER, which only this hook reads: the notebooks'
+# kernels get it as CTXLAB_INIT_JITTER (ctxlab.env.init_jitter); the unit tests pin exact numbers
+# and their fixtures, of any scope, are built without it, as a user's code runs.
+LESSON_JITTER = "CTXLAB_LESSON_JITTER"
+
+
+@pytest.hookimpl(tryfirst=True)  # before the item's parents are set up: an nbval kernel starts there
+def pytest_runtest_setup(item):
+    from ctxlab.course.budget import notebook_of
+
+    jitter = os.environ.get(LESSON_JITTER)
+    if jitter and notebook_of(item) is not None:
+        os.environ[JITTER_VARIABLE] = jitter
+    elif jitter:
+        os.environ.pop(JITTER_VARIABLE, None)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups

@@ -271,8 +271,9 @@ class GPTCodesResult:
 
 def gpt_codes_experiment(seeds: Sequence[int] = (0, 1, 2), steps: int = 300, gamma: float = 1.0, context: int = 16,
                          d: int = 32, n_layers: int = 1, batch_size: int = 16, lr: float = 1e-2, records: int = 30,
-                         device=None, progress: bool | None = None) -> GPTCodesResult:
-    """The TinyGPT of lesson 09 on the shipped Shakespeare, characters, with a learned token table and
+                         device=None, progress: bool | None = None, source: str = "shakespeare") -> GPTCodesResult:
+    """The TinyGPT of lesson 09 on the shipped Shakespeare (or the UTF-8 file ``source`` names),
+    characters, with a learned token table and
     with fixed ±1 codes of the ids (:func:`binary_codes`, tiled to d), same γ and seeds, one batched
     Adam run on the same batches (:func:`ctxlab.lm.train_lm`).
 
@@ -287,7 +288,7 @@ def gpt_codes_experiment(seeds: Sequence[int] = (0, 1, 2), steps: int = 300, gam
     if not seeds:
         raise ValueError("seeds must name at least one seed")
     number(gamma, "gamma", positive=True)
-    data = text_data("shakespeare", "char")
+    data = text_data(source, "char")
     V = data.vocab_size
     names = [name for name in GPT_CONDITIONS for _ in seeds]
     model = TinyGPT(V, context, d=d, n_layers=n_layers, n_heads=2, gamma=[gamma] * len(names), seed=seeds * 2)

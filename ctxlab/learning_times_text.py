@@ -91,8 +91,10 @@ class TextLearningTimes:
 
 def text_learning_time_experiment(seeds: Sequence[int] = (0, 1, 2), steps: int = 400, context: int = 16, d: int = 32,
                                   batch_size: int = 16, lr: float = 1e-2, windows: int = 32, records: int = 40,
-                                  device=None, progress: bool | None = None) -> TextLearningTimes:
-    """Lesson 15 on text: small GPTs (lesson 09's TinyGPT, one block, Adam) on the shipped Shakespeare,
+                                  device=None, progress: bool | None = None,
+                                  source: str = "shakespeare") -> TextLearningTimes:
+    """Lesson 15 on text: small GPTs (lesson 09's TinyGPT, one block, Adam) on the shipped Shakespeare
+    (or the UTF-8 file ``source`` names),
     characters; the loss of every token of ``windows`` fixed held-out windows recorded at log-spaced
     steps, one sigmoid fitted per curve, each token ordered by the n-gram model that predicts it best
     (:class:`TextLearningTimes`)."""
@@ -103,7 +105,7 @@ def text_learning_time_experiment(seeds: Sequence[int] = (0, 1, 2), steps: int =
     if not seeds:
         raise ValueError("seeds must name at least one seed")
     integer(windows, "windows", minimum=1)
-    data = text_data("shakespeare", "char")
+    data = text_data(source, "char")
     first = max(p.n for p in data.yardsticks.values()) - 2  # every yardstick has its full context from here
     probe_windows = random_windows(data.held_out, windows, context, torch.Generator().manual_seed(12345))
     model = TinyGPT(data.vocab_size, context, d=d, n_layers=1, n_heads=2, gamma=[1.0] * len(seeds), seed=seeds)

@@ -172,7 +172,8 @@ for sig in sigs[1:]:
     live = [role for role, ids in roles.items() if float(sig.matrix[ids].double().norm(dim=1).min()) > 1e-3]
     dead = [role for role, ids in roles.items() if float(sig.matrix[ids].double().norm(dim=1).max()) < 1e-6]
     print(f"{sig.name:>16}: non-zero rows {live}, zero rows {dead}")
-#
+
+# %% [markdown]
 # > **Think.** Which tokens will look alike to a model that has only learned order-1 statistics?
 # > Which pairs of tokens does order 2 tell apart that order 1 cannot?
 

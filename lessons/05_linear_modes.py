@@ -105,7 +105,8 @@ v_ok = all(abs(float(unit(bits[:, k]) @ modes.v[:8, k])) > 1 - 1e-6 and float(mo
            for k in range(3))
 s_ok = all(abs(float(modes.s[k]) - m * 8**0.5 / 16) < 1e-6 for k, m in enumerate(task.info["strengths"]))
 print("u_k = ±h_k/|h_k|:", u_ok, "| v_k = ±b_k/|b_k| on the keys, 0 elsewhere:", v_ok, "| s_k = m_k sqrt(8)/16:", s_ok)
-#
+
+# %% [markdown]
 # > **Think.** Which mode do you expect the model to learn first? How much later the second?
 
 # %% [markdown]

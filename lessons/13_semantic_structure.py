@@ -232,9 +232,6 @@ for ch in ("e", "a", "t", ",", " "):
     print(f"{shown[int(top[row])]:>2}  γ=1: {listed[0]:<12} γ=0.5: {listed[1]:<12} signature: {listed[2]}")
 
 # %% [markdown]
-# **What this lesson showed.**
-
-# %% [markdown]
 # > **Paper vs. this course.**
 # > *Paper (abstract, in our words):* the signature-aligned embedding structure plays a role in
 # > "the incorporation of semantic structure into the embedding space". The abstract describes no

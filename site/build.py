@@ -58,7 +58,8 @@ def stage(refresh: bool = False) -> None:
     rows = "\n".join(f"| {stem[:2]} | [{title}](lessons/{stem}.ipynb) | "
                      + (f"[exercises](exercises/{stem}.ipynb)" if (ROOT / "exercises" / f"{stem}.ipynb").is_file() else "—")
                      + " |" for stem, title in titles.items())
-    toc = lambda caption, entries: ("```{toctree}\n:maxdepth: 1\n:caption: " + caption + "\n\n"
+    # hidden: the sidebar still navigates them, and the front page lists the lessons once (the table)
+    toc = lambda caption, entries: ("```{toctree}\n:maxdepth: 1\n:hidden:\n:caption: " + caption + "\n\n"
                                     + "\n".join(entries) + "\n```\n")
     (STAGE / "index.md").write_text(
         "# The Context Staircase\n\n"

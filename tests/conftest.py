@@ -4,15 +4,6 @@ import socket
 
 import pytest
 
-from ctxlab.env import JITTER_VARIABLE
-
-
-@pytest.fixture(autouse=True)
-def _no_init_jitter(monkeypatch):
-    """`make test` jitters the lessons' initial weights (their checked outputs must survive it);
-    the unit tests pin exact numbers and run without it, as a user's code does."""
-    monkeypatch.delenv(JITTER_VARIABLE, raising=False)
-
 
 @pytest.fixture
 def no_network(monkeypatch):

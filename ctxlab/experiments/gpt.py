@@ -175,8 +175,9 @@ class TextData:
 
 
 def text_data(source: str = "shakespeare", tokenizer_kind: str = "char", vocab_size: int = 512) -> TextData:
-    """What every GPT experiment on text starts from: tokens, the last 10 % held out, and the smoothed
-    unigram/bigram/trigram models of the training part with their held-out cross-entropies."""
+    """What every GPT experiment on text starts from (``source``: a shipped text or a UTF-8 file's path):
+    tokens, the last 10 % held out, and the smoothed unigram/bigram/trigram models of the training part
+    with their held-out cross-entropies."""
     from ctxlab.corpus import load_text, tokenizer, train_val_split
     from ctxlab.lm import NGramPredictor
     from ctxlab.signatures import held_out_cross_entropies, ngram_tables

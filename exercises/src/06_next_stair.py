@@ -98,4 +98,5 @@ ctxlab.checks.check_06_next_pairs(next_pairs)
 # %% [markdown]
 # **Think.** On the hierarchy task with `mix=(0.5, 0.0, 0.5)` no pair carries new information,
 # yet the label still depends on all three tokens. What does the staircase look like there, and
-# why might gradient descent wait much longer on that plateau (lesson 03's leap)?
+# why might gradient descent wait much longer on that plateau than on one where a pair is the next
+# thing to learn?
