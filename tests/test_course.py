@@ -94,7 +94,7 @@ def test_nbval_passes_on_the_solution(project):
 
 
 def test_build_writes_and_checks_the_check_cell_manifest(project, tmp_path, capsys):
-    manifest = course.load_manifest(project / "ctxlab" / "course" / "check_cells.py")
+    manifest = course.load_manifest(project / "ctxlab" / "course" / "check_cells.json")
     [check] = [e for e in manifest["01_tiny"]["variants"]["exercise"] if "check" in e]
     assert check["check"] == "check_01_distinct_rows" and check["source"].startswith("ctxlab.checks.check_01")
     copy = tmp_path / "copy"
@@ -102,7 +102,7 @@ def test_build_writes_and_checks_the_check_cell_manifest(project, tmp_path, caps
     src = copy / "exercises" / "src" / "01_tiny.py"
     src.write_text(src.read_text().replace("check_01_distinct_rows(n_distinct_rows)", "check_01_distinct_rows(f)"))
     assert course.build(check=True, root=copy) == 1
-    assert "check_cells.py: the check cells" in capsys.readouterr().out
+    assert "check_cells.json: the check cells" in capsys.readouterr().out
 
 
 def test_build_refuses_an_exercise_set_without_checks(tmp_path):

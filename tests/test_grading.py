@@ -72,7 +72,7 @@ def tiny(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def manifest(tiny) -> dict:
-    return course.load_manifest(tiny / "ctxlab" / "course" / "check_cells.py")
+    return course.load_manifest(tiny / "ctxlab" / "course" / "check_cells.json")
 
 
 def many_checks(tiny: Path, variant: str, n: int) -> tuple[nbformat.NotebookNode, dict]:
@@ -84,7 +84,7 @@ def many_checks(tiny: Path, variant: str, n: int) -> tuple[nbformat.NotebookNode
         text = text.replace(f'# %% tags=["check"]\n{CHECK}\n', "".join(
             f'# %% [markdown]\n# Check {k}.\n\n# %% tags=["check"]\n{CHECK}\n\n' for k in range(n)))  # fmt: skip
         tiny_course(folder, exercise=text, lesson=None)
-    manifest = course.load_manifest(folder / "ctxlab" / "course" / "check_cells.py")
+    manifest = course.load_manifest(folder / "ctxlab" / "course" / "check_cells.json")
     return course.read(folder / f"{variant}s" / "01_tiny.ipynb"), manifest
 
 

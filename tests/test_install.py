@@ -245,6 +245,9 @@ def test_colab_setup_cell_installs_a_working_course(colab_venv, wheel, tmp_path)
     run([colab_venv / "bin/ctxlab", "lm", "--steps", "5", "--no-progress", "--json", "lm.json"], cwd=work, env=env)
     assert json.loads((work / "lm.json").read_text())["steps"][-1] == 5, "the shipped text trains from the wheel"
     assert (work / "figs/lm.png").is_file()
+    shipped = run([colab_venv / "bin/python", "-c", "from ctxlab.course.manifest import load_manifest; "
+                   "print(len(load_manifest()))"], cwd=work, env=env)
+    assert int(shipped.strip().splitlines()[-1]) >= 16, "the wheel carries the check-cell manifest (ctxlab grade)"
 
 
 @pytest.mark.install

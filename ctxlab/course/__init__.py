@@ -1,6 +1,6 @@
 """The course pipeline: build notebooks from their sources (:mod:`.notebooks`), grade an exercise
 notebook with the course's own check cells (:mod:`.grading`; the manifest of those cells,
-:mod:`.manifest`, is written into :mod:`.check_cells` at build time), run a notebook
+:mod:`.manifest`, is written into ``check_cells.json`` at build time), run a notebook
 within time limits (:mod:`.runner`), and the pytest plugin that reports notebook budgets
 (:mod:`.budget`). Nothing here imports torch."""
 

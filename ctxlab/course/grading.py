@@ -1,7 +1,7 @@
 """Grade an exercise notebook with the course's own check cells, on a fresh kernel, within a time limit.
 
 What the learner's notebook holds in its check cells does not count: ``ctxlab build`` records every
-exercise set's check cells (source and sha256) in :mod:`ctxlab.course.check_cells`, shipped with the
+exercise set's check cells (source and sha256) in ``ctxlab/course/check_cells.json``, shipped with the
 package, and the grader runs those. It keeps the learner's code cells in order and puts each canonical
 check cell where the learner's copy is (found by cell id, else by its exact text); a check cell that
 was deleted goes back before the next cell of the course that the learner still has. It reports the

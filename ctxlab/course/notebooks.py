@@ -13,7 +13,7 @@ it pip-installs ctxlab at ``[tool.ctxlab] colab_ref`` with Colab's torch pinned 
 so pip adds only what Colab lacks; the environment variable ``CTXLAB_INSTALL``, when set, names
 another pip target instead (a local wheel: ``tests/test_install.py`` runs the cell that way). The
 README's lesson table is generated between its markers from ``[tool.ctxlab]`` in pyproject.toml, and
-the check cells of every exercise set go to ``ctxlab/course/check_cells.py``, the manifest
+the check cells of every exercise set go to ``ctxlab/course/check_cells.json``, the manifest
 ``ctxlab grade`` grades with (:mod:`.grading`).
 Notebook metadata holds a hash of the cells a source produces: an unchanged source is not
 re-executed, and ``check`` compares cells without running anything.
@@ -231,7 +231,7 @@ def readme_with_table(readme: str, table: str) -> str:
 
 # --- the check-cell manifest --------------------------------------------------------------------
 
-MANIFEST_PATH = "ctxlab/course/check_cells.py"
+MANIFEST_PATH = "ctxlab/course/check_cells.json"
 
 
 def manifest_text(root: Path, config: Config) -> str:
