@@ -175,3 +175,20 @@ def test_a_real_process_ends_with_one_line_and_no_traceback(tmp_path, argv):
                           timeout=120, env=dict(os.environ, OMP_NUM_THREADS="1"))
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and done.stdout == ""
+
+
+def test_a_bad_text_file_ends_in_one_line_before_any_work(tmp_path, capsys):
+    files = {"missing": None, "empty": b"", "binary": b"abc\x00def" * 50, "latin-1": "café crème".encode("latin-1"),
+             "too short": "a short text.".encode()}
+    expected = {"missing": "no file at", "empty": "is empty", "binary": "looks binary", "latin-1": "is not UTF-8",
+                "too short": "too few for context"}
+    for name, content in files.items():
+        path = tmp_path / f"{name.replace(' ', '_')}.txt"
+        if content is not None:
+            path.write_bytes(content)
+        for command in (["lm", "--steps", "1"], ["probe", "minilm"]):
+            if command[0] == "probe" and name == "too short":
+                continue  # the probe's own short-text errors: tests/test_checkpoints.py
+            code, out, err = run([*command, "--text", str(path), "--out", str(tmp_path / "figs"), "--no-progress"], capsys)
+            assert code == 2 and len(err.strip().splitlines()) == 1, (name, command, err)
+            assert expected[name] in err and out == "", (name, command, err)

@@ -174,10 +174,12 @@ class TextData:
         return self.tokenizer.vocab_size
 
 
-def text_data(source: str = "shakespeare", tokenizer_kind: str = "char", vocab_size: int = 512) -> TextData:
+def text_data(source: str = "shakespeare", tokenizer_kind: str = "char", vocab_size: int = 512,
+              context: int = 1) -> TextData:
     """What every GPT experiment on text starts from (``source``: a shipped text or a UTF-8 file's path):
     tokens, the last 10 % held out, and the smoothed unigram/bigram/trigram models of the training part
-    with their held-out cross-entropies."""
+    with their held-out cross-entropies. A text too short for windows of ``context`` tokens in its
+    held-out tenth fails here, in one line, before anything is counted."""
     from ctxlab.corpus import load_text, tokenizer, train_val_split
     from ctxlab.lm import NGramPredictor
     from ctxlab.signatures import held_out_cross_entropies, ngram_tables
@@ -186,6 +188,9 @@ def text_data(source: str = "shakespeare", tokenizer_kind: str = "char", vocab_s
     tok = tokenizer(tokenizer_kind, text, vocab_size=vocab_size)
     V = tok.vocab_size
     train_tokens, held_out = train_val_split(tok.encode(text))
+    if len(held_out) < context + 2:
+        raise ValueError(f"the text gives {len(train_tokens) + len(held_out)} tokens: too few for context {context} "
+                         f"with 10 % held out; it needs at least {10 * (context + 2)}")
     tables = ngram_tables(train_tokens, V, max(NGRAM_ORDERS.values()))  # counted once for both uses
     yardsticks = {name: NGramPredictor.from_table(tables[n - 1], V) for name, n in NGRAM_ORDERS.items()}
     entropies = dict(zip(NGRAM_ORDERS, held_out_cross_entropies(tables, held_out, V)))
@@ -209,11 +214,8 @@ def language_model(
     from ctxlab.signatures import bigram_signature, trigram_increment
 
     cfg = lm_settings(profile, overrides)
-    data = text_data(source, cfg["tokenizer"], cfg["vocab_size"] or 512)
+    data = text_data(source, cfg["tokenizer"], cfg["vocab_size"] or 512, context=cfg["context"])
     tok, V, train_tokens, held_out = data.tokenizer, data.vocab_size, data.train, data.held_out
-    if len(held_out) < cfg["context"] + 2:
-        raise ValueError(f"the text gives {len(train_tokens) + len(held_out)} tokens: too few for context "
-                         f"{cfg['context']} with 10 % held out; it needs at least {10 * (cfg['context'] + 2)}")
     try:
         tok.encode(prompt)
     except ValueError:  # a character tokenizer of a text without the prompt's characters (say, no newline)
