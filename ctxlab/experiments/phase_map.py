@@ -44,6 +44,13 @@ class PhaseMap:
     trajectory: Trajectory
     seconds: float
 
+    @property
+    def dead(self) -> torch.Tensor:
+        """[G, R] runs that did not diverge and end within 0.01 of H_0 without having rested there the
+        whole run: they left it and came back (a dead network at the edge of stability, not a rest)."""
+        last = float(self.trajectory.steps[-1])
+        return ~self.diverged & ((self.final - self.levels[0]).abs() < 0.01) & (self.plateau < last)
+
     def cell(self, gamma: float, lr: float) -> int:
         """Model index of grid cell (gamma, lr) in the trajectory (gamma-major)."""
         return self.gammas.index(float(gamma)) * len(self.lrs) + self.lrs.index(float(lr))

@@ -117,13 +117,16 @@ def phase_map_figure(pm) -> Figure:
     """Two heat maps over gamma (rows) x learning rate (columns): first-plateau length and final loss.
 
     ``pm`` is a :class:`ctxlab.experiments.PhaseMap`. Diverged cells are grey and marked "div";
-    cells that never left ln C are marked with "≥" (the rest lasted the whole run).
+    dead runs (they left ln C and ended back on it, :attr:`PhaseMap.dead`) are grey and marked
+    "dead", so that no colour reads them as a rest; cells that never left ln C are marked with "≥"
+    (the rest lasted the whole run).
     """
     import numpy as np
 
     never_left = (pm.wait.isnan() & ~pm.diverged).numpy()
-    diverged = pm.diverged.numpy()
-    panels = [("rest at ln C before stair 1 (steps)", pm.plateau.numpy(), "viridis", "{:.0f}"),
+    diverged, dead = pm.diverged.numpy(), pm.dead.numpy()
+    rest = np.where(dead, np.nan, pm.plateau.numpy())
+    panels = [("steps resting on ln C (its dwell)", rest, "viridis", "{:.0f}"),
               ("final loss (nats)", pm.final.numpy(), "magma_r", "{:.3f}")]
     fig, axes = plt.subplots(1, 2, figsize=(5.2 + 0.9 * len(pm.lrs), 0.6 * len(pm.gammas) + 2.2), squeeze=False)
     for ax, (title, values, cmap_name, fmt) in zip(axes[0], panels):
@@ -134,9 +137,11 @@ def phase_map_figure(pm) -> Figure:
             for j in range(len(pm.lrs)):
                 if diverged[i, j]:
                     text = "div"
+                elif dead[i, j] and "steps" in title:
+                    text = "dead"
                 else:
                     text = ("≥" if never_left[i, j] and "steps" in title else "") + fmt.format(values[i, j])
-                ax.text(j, i, text, ha="center", va="center", fontsize=7,
+                ax.text(j, i, text, ha="center", va="center", fontsize=8,
                         bbox={"boxstyle": "round,pad=0.15", "fc": "white", "alpha": 0.6, "lw": 0})
         ax.set_xticks(range(len(pm.lrs)), [f"{r:g}" for r in pm.lrs])
         ax.set_yticks(range(len(pm.gammas)), [f"{g:g}" for g in pm.gammas])
