@@ -191,4 +191,10 @@ def load_checkpoint(folder: str | Path, key: str | None = None) -> PretrainedEmb
         raise ImportError("reading a checkpoint needs 'safetensors': pip install 'ctxlab[nlp]'") from None
     with safe_open(str(info.file), framework="pt") as f:
         matrix = f.get_tensor(info.name)[: tok.get_vocab_size()].to(torch.float32)
-    return PretrainedEmbedding(matrix, tok, folder.name if folder.name != "model" else folder.parent.name)
+    return PretrainedEmbedding(matrix, tok, display_name(folder))
+
+
+def display_name(folder: str | Path) -> str:
+    """A checkpoint folder's name for tables: its own, or its parent's when it is only called "model"."""
+    folder = Path(folder)
+    return folder.parent.name if folder.name == "model" and folder.parent.name else folder.name

@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from ctxlab.checkpoints import PretrainedEmbedding, checkpoint_step, load_checkpoint
+from ctxlab.checkpoints import PretrainedEmbedding, checkpoint_step, display_name, load_checkpoint
 from ctxlab.pretrained import BinAlignment, alignment_by_bin, frequency_bins, kept_signature
 from ctxlab.signatures import bucket_rare
 
@@ -92,7 +92,7 @@ class ProbeResult:
         for c in self.checkpoints:
             for order, by_bin in c.orders.items():
                 for b in by_bin:
-                    lines.append(f"{Path(c.path).name[:24]:<24} {'-' if c.step is None else c.step:>8} {order:>5} "
+                    lines.append(f"{display_name(c.path)[:24]:<24} {'-' if c.step is None else c.step:>8} {order:>5} "
                                  f"{f'{b.ranks[0]}-{b.ranks[1]}':>11} {b.cka:>7.3f} "
                                  f"{f'{b.shuffled_cka:.3f} ± {b.shuffled_spread:.3f}':>15} {b.excess:>7.3f}")
         return "\n".join(lines)
