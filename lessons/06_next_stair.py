@@ -62,7 +62,8 @@ first = train(model, data, PLATEAU, lr=1.0, record_every=10, progress=False)
 
 print("loss at the plateau step:", [round(float(v), 3) for v in first.loss[:, -1]], " H1 =", round(levels[1], 3))
 
-# %% tags=["NBVAL_CHECK_OUTPUT"]
+# %%
+# NBVAL_CHECK_OUTPUT
 print("all seeds within 0.01 of H1:", bool(((first.loss[:, -1] - levels[1]).abs() < 0.01).all()))
 
 # %% [markdown]
@@ -88,7 +89,8 @@ order1 = torch.stack([torch.zeros(3, V, C, dtype=torch.float64).index_add_(1, da
 scale = (data.weights.double()[None, :, None] * (data.targets().double()[None] - 1 / C)).abs().sum(1).max()
 print("largest order-1 drive, relative to its size at init:", round(float(order1.abs().max() / scale), 3))
 
-# %% tags=["NBVAL_CHECK_OUTPUT"]
+# %%
+# NBVAL_CHECK_OUTPUT
 print("order-1 drive below 1% of its size at init:", bool(order1.abs().max() / scale < 0.01))
 
 # %% [markdown]
@@ -120,7 +122,8 @@ cos, rel = check.cosine, check.relative
 print("cosine(R_12, ΔS²_12) per seed:", [round(float(c), 4) for c in cos])
 print("relative difference per seed: ", [round(float(r), 3) for r in rel])
 
-# %% tags=["NBVAL_CHECK_OUTPUT"]
+# %%
+# NBVAL_CHECK_OUTPUT
 print("R equals ΔS² (cosine >= 0.99 for every seed):", bool((cos >= 0.99).all()))
 
 # %% [markdown]
@@ -154,7 +157,8 @@ ax.set_ylim(0, 1.4 * float(max(max(size.values()), max(truth.values()))))  # roo
 ax.legend(fontsize=8, loc="upper right")
 plt.show()
 
-# %% tags=["NBVAL_CHECK_OUTPUT"]
+# %%
+# NBVAL_CHECK_OUTPUT
 print("the other two pairs' residuals are below 5% of the key-anchor1 pair's:",
       all(bool(size[p] < 0.05 * size[(0, 1)]) for p in pairs[1:]))
 
@@ -199,7 +203,8 @@ plt.show()
 # Then it reaches H2 and moves on to the third stair, with jumps upward (lr 1 is at the edge of
 # stability for this task) and still above H3 at step 2000.
 
-# %% tags=["NBVAL_CHECK_OUTPUT"]
+# %%
+# NBVAL_CHECK_OUTPUT
 reads = measure_runs(steps, loss, [*levels[:2], sub_level, *levels[2:]], tol=0.005)  # lesson 03's rung reading
 print("every seed rests >= 100 steps within 0.005 of the sub-level:", all(r.rungs[2].dwell >= 100 for r in reads))
 print("every seed comes within 0.005 of H2:", bool(((loss - levels[2]).abs() < 0.005).any(-1).all()))
@@ -246,7 +251,8 @@ print("anchor-1, attribute 0 against the rest, at the sub-level: within "
 # line. On H2 they form three groups, as ΔS² predicts, and the anchor-2 tokens have started to
 # organise; by step 2000, well into the third stair, they are grouped too.
 
-# %% tags=["NBVAL_CHECK_OUTPUT"]
+# %%
+# NBVAL_CHECK_OUTPUT
 print("keys grouped on the plateau (within > 0.9, between < -0.4), every seed:",
       bool((table["key", "plateau"][0] > 0.9).all() and (table["key", "plateau"][1] < -0.4).all()))
 print("anchor-1 weakly grouped on the plateau (within < 0.6) and moved < 0.3 as far as the keys, every seed:",

@@ -112,7 +112,8 @@ print(f"largest |attention weight - 1/L| at init: {off_uniform:.1e}")
 print(f"largest |output - bag| relative to the bag: {off_bag:.1e}")
 print("cosine(E2, exact -dR/dE) per seed:", [f"{c:.5f}" for c in e2.tolist()])
 
-# %% tags=["NBVAL_CHECK_OUTPUT"]
+# %%
+# NBVAL_CHECK_OUTPUT
 print("attention within 1e-3 of 1/L at init:", off_uniform < 1e-3)
 print("every query's output within 1% of the bag:", off_bag < 1e-2)
 print("E2 matches the exact velocity, cosine > 0.999 in every seed:", bool((e2 > 0.999).all()))
@@ -157,7 +158,8 @@ slope_force = float(torch.tensor(force_norm).log().diff().div(log_c.diff()).mean
 slope_velocity = float(torch.tensor(velocity_norm).log().diff().div(log_c.diff()).mean())
 print(f"‖G‖ ∝ c^{slope_force:.3f},  ‖dA/dt‖ ∝ c^{slope_velocity:.3f}")
 
-# %% tags=["NBVAL_CHECK_OUTPUT"]
+# %%
+# NBVAL_CHECK_OUTPUT
 print("E3 (through W_Q, W_K) matches the exact dA/dt, cosine > 0.995 in every seed:", bool((e3 > 0.995).all()))
 print("the force G is O(ε⁶), slope within 6 ± 0.05:", abs(slope_force - 6) < 0.05)
 print("dA/dt is O(ε⁸), slope within 8 ± 0.05:", abs(slope_velocity - 8) < 0.05)
@@ -179,7 +181,8 @@ for g, r in rates.items():
 gap = {g: min(r["embedding"], r["w_v"]) / max(r["w_q"], r["w_k"]) for g, r in rates.items()}
 print("slower of E, W_V / faster of W_Q, W_K:", {g: f"{v:.0f}" for g, v in gap.items()})
 
-# %% tags=["NBVAL_CHECK_OUTPUT"]
+# %%
+# NBVAL_CHECK_OUTPUT
 print("W_Q and W_K slower than the slower of E and W_V by: γ = 0.5 under 50x, γ = 1 over 500x, γ = 1.5 over 100000x:",
       gap[0.5] < 50 and gap[1.0] > 500 and gap[1.5] > 1e5)
 
@@ -245,7 +248,8 @@ print("largest rise after leaving ln 2:", [f"{v:.4f}" for v in rise.tolist()])
 print("loss reaches the bag's floor at step:", at_bag.tolist(), " ‖W_Q W_Kᵀ‖ doubles at step:", qk_doubles.tolist())
 print("‖W_Q W_Kᵀ‖ at the end / at init:", [f"{v:.1f}" for v in qk_growth.tolist()])
 
-# %% tags=["NBVAL_CHECK_OUTPUT"]
+# %%
+# NBVAL_CHECK_OUTPUT
 print("uniform attention ends at least 0.2 above the last level, every seed:", bool((uniform_end >= 0.2).all()))
 print("learned attention ends within 0.01 of the last level, every seed:", bool((trained_end.abs() <= 0.01).all()))
 print("the loss rests over 1000 steps on H(Y|key) and on the bag's floor, every seed:",
@@ -291,7 +295,8 @@ print("tread near it, per seed (first step, last step, loss):",
 print("in its middle: attention for the lagging position", [f"{v:.3f}" for v in lagging],
       " for the next one", [f"{v:.3f}" for v in leading])
 
-# %% tags=["NBVAL_CHECK_OUTPUT"]
+# %%
+# NBVAL_CHECK_OUTPUT
 print("every seed rests at least 500 steps within 0.01 of the '2 of 3 positions read' level:",
       all(t is not None and t.steps >= 500 for t in sub_treads))
 print("there, one position's attention is within 1/L ± 0.02 and the other two are above 1/L + 0.2, every seed:",
@@ -350,7 +355,8 @@ print("first step within 0.02 of the last level (-1: never): Adam", adam_reach.t
 print("Adam: final loss", [f"{r.final:.3f}" for r in adam_reads], " attention to the target at the end",
       [f"{v:.3f}" for v in adam_attention_end.tolist()])
 
-# %% tags=["NBVAL_CHECK_OUTPUT"]
+# %%
+# NBVAL_CHECK_OUTPUT
 print("Adam: ‖W_Q W_Kᵀ‖ at least 20x its init by step 100, every seed:", bool((adam_grown >= 20).all()))
 print("Adam rests on H(Y|key) for less than a tenth of GD's time, every seed:",
       all(a < 0.1 * g for a, g in zip(adam_h1_dwell, gd_h1_dwell)))

@@ -90,7 +90,8 @@ E_small = learned.embeddings[:, -1]  # [3, V, d]: E learned from small init
 E_std = learned_std.embeddings[:, -1]  # [3, V, d]: E learned from standard init
 onsets_a = steps_to_plateaus(learned, levels)
 
-# %% tags=["NBVAL_CHECK_OUTPUT"]
+# %%
+# NBVAL_CHECK_OUTPUT
 print("learned E reaches all three plateaus (every seed):", bool((onsets_a >= 0).all()))
 print("plateau onsets in order (every seed):", bool((onsets_a.diff(dim=1) > 0).all()))
 
@@ -108,7 +109,8 @@ print("plateau onsets in order (every seed):", bool((onsets_a.diff(dim=1) > 0).a
 # **Think.** The signature table built from ΔS¹ and ΔS² only: which tokens can it tell apart?
 # Recall which order first sees the second anchor's attribute.
 
-# %% tags=["NBVAL_CHECK_OUTPUT"]
+# %%
+# NBVAL_CHECK_OUTPUT
 NORM = math.sqrt(V)
 sig12 = signature_embedding(task, D, orders=(1, 2), norm=NORM)
 sig123 = signature_embedding(task, D, orders=(1, 2, 3), norm=NORM)
@@ -167,7 +169,8 @@ for name in dict.fromkeys(groups):
 # for the frozen ones). The cell below turns the comparisons the issue asks about into yes/no
 # answers, seed by seed.
 
-# %% tags=["NBVAL_CHECK_OUTPUT"]
+# %%
+# NBVAL_CHECK_OUTPUT
 def reached(name: str, k: int) -> torch.Tensor:
     """Step of plateau k+1 per seed, with 'never' counted as infinitely late."""
     v = onsets[[i for i, n in enumerate(names) if n == name], k].double()
@@ -220,7 +223,8 @@ print("learned-in-(a) table reaches H3 before the learner itself, every seed:",
 # First, how much of each learned table lies in the signature subspace (the span of ΔS¹⁺²⁺³)?
 # A random table puts rank/(V − 1) = 6/26 ≈ 0.23 of its energy there.
 
-# %% tags=["NBVAL_CHECK_OUTPUT"]
+# %%
+# NBVAL_CHECK_OUTPUT
 energy = {name: subspace_fraction(tables, sig123) for name, tables in [("from small init", E_small), ("from standard init", E_std)]}
 for name, frac in energy.items():
     print(f"learned {name:20s} energy in the signature subspace: {float(frac.mean()):.2f} ± {float(frac.std()):.2f}")
@@ -263,7 +267,8 @@ for name in sources:
     mean, sd, _ = group_summary(t_run.loss[:, -1], t_names)[name]
     print(f"{name:20s} to H1, H2, H3: {cells}, loss @{STEPS}: {mean:.2f} ± {sd:.2f}")
 
-# %% tags=["NBVAL_CHECK_OUTPUT"]
+# %%
+# NBVAL_CHECK_OUTPUT
 print("both transferred tables reach the new H3, every seed:", bool((t_onsets[:, 2] >= 0).all()))
 print("random std-scale table reaches H3 in the same number of steps:", bool((reached("random γ=0.5 (std)", 2) < torch.inf).any()))
 

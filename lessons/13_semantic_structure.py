@@ -109,7 +109,8 @@ for name, (within, between) in cosines.items():
         w, b = within[models, -1], between[models, -1]
         print(f"{name:<32} {g}: within {w.mean():.2f} ± {w.std():.2f}   between {b.mean():.2f} ± {b.std():.2f}")
 
-# %% tags=["NBVAL_CHECK_OUTPUT"]
+# %%
+# NBVAL_CHECK_OUTPUT
 print("first anchors: within > 0.8 before the second stair's onset, every small-init seed:",
       bool((collapse[small] < onsets[small, 1]).all()))
 for name, (within, between) in cosines.items():
@@ -129,7 +130,8 @@ for name, w in moved_within.items():
     print(f"{name:<32} within, E - E0: γ = 1 {w[small].mean():.2f} ± {w[small].std():.2f}, "
           f"γ = 0.5 {w[~small].mean():.2f} ± {w[~small].std():.2f}")
 
-# %% tags=["NBVAL_CHECK_OUTPUT"]
+# %%
+# NBVAL_CHECK_OUTPUT
 for name, w in moved_within.items():
     print(f"{name}: γ = 0.5 displacement more collapsed than its E, every seed: "
           f"{bool((w[~small] > cosines[name][0][~small, -1]).all())}")
@@ -202,7 +204,8 @@ for name, curve in overlap.items():
               f"end {end.mean():.2f} ± {end.std():.2f}")
 print(f"chance {chance:.2f}; E at step 0: {overlap['embedding E'][:, 0].mean():.2f}")
 
-# %% tags=["NBVAL_CHECK_OUTPUT"]
+# %%
+# NBVAL_CHECK_OUTPUT
 E_end = overlap["embedding E"][:, -1]
 print("every model ends above twice chance:", bool((E_end > 2 * chance).all()))
 print("E: small-init mean overlap > standard-init mean:", bool(E_end[small_lm].mean() > E_end[~small_lm].mean()))

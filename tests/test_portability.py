@@ -83,3 +83,21 @@ def test_the_benchmark_reads_a_real_lesson():
     nb = nbformat.read(Path(__file__).parents[1] / "lessons" / "00_welcome.ipynb", as_version=4)
     checked = checked_outputs(nb, SANITIZE)
     assert checked and all(text.strip() for text in checked.values())
+
+
+def test_the_checked_cells_are_the_ones_nbval_checks():
+    """What this module compares is what nbval compares under --nbval-lax, cell by cell, in every
+    lesson; and no cell carries a marker nbval would silently ignore (a tag spelt like the comment)."""
+    from nbval.plugin import find_comment_markers, find_metadata_tags, metadata_tags
+
+    from ctxlab.course.portability import is_checked
+
+    root = Path(__file__).parents[1]
+    for path in sorted((root / "lessons").glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        for i, cell in enumerate(nb.cells):
+            ignored = [t for t in cell.metadata.get("tags", []) if "nbval" in t.lower() and t not in metadata_tags]
+            assert not ignored, f"{path.name} cell {i}: nbval ignores the tag(s) {ignored}"
+            if cell.cell_type == "code":
+                options = {**dict(find_metadata_tags(cell.metadata)), **dict(find_comment_markers(cell.source))}
+                assert is_checked(cell) == (options.get("check") is True), f"{path.name} cell {i}"

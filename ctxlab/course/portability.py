@@ -15,7 +15,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-CHECK_MARKER = "NBVAL_CHECK_OUTPUT"
+CHECK_MARKER = "NBVAL_CHECK_OUTPUT"  # nbval's comment marker; its metadata tag is "nbval-check-output"
+CHECK_TAG = "nbval-check-output"
 # Each mode: the environment the kernel runs with. "compatible" and "avx2-2t" are two real other
 # arithmetic paths; "jitter-N" multiplies every initial weight by (1 + 1e-6 z) (ctxlab.env.init_jitter),
 # what another CPU does to a chaotic run, on any CPU.
@@ -71,10 +72,18 @@ def _text_of(cell) -> str:
     return "".join(parts)
 
 
+def is_checked(cell) -> bool:
+    """Whether nbval compares this cell's output under ``--nbval-lax``: a ``# NBVAL_CHECK_OUTPUT``
+    comment or an ``nbval-check-output`` tag (a tag spelt like the comment is ignored by nbval)."""
+    if cell.cell_type != "code":
+        return False
+    comment = any(line.strip().lstrip("#").strip() == CHECK_MARKER for line in cell.source.splitlines())
+    return comment or CHECK_TAG in cell.metadata.get("tags", [])
+
+
 def checked_outputs(nb, sanitize: Sanitizer) -> dict[int, str]:
     """The sanitized outputs of the cells nbval checks under ``--nbval-lax``, by cell index."""
-    return {i: sanitize(_text_of(c)) for i, c in enumerate(nb.cells)
-            if c.cell_type == "code" and CHECK_MARKER in c.source}
+    return {i: sanitize(_text_of(c)) for i, c in enumerate(nb.cells) if is_checked(c)}
 
 
 def flips(expected: dict[int, str], ran_nb, errors: dict[int, str], sanitize: Sanitizer) -> list[Flip]:
