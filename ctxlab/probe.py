@@ -156,8 +156,9 @@ def probe(checkpoints, text: str, text_name: str = "text", top: int = 400, conte
         raise ValueError(f"need --top >= 2 tokens, at least 2 per bin, and --context >= 1; got top {top}, "
                          f"bins {bins}, context {context}")
     steps = [checkpoint_step(f) for f in folders]
-    if all(s is not None for s in steps):
-        folders, steps = zip(*sorted(zip(folders, steps), key=lambda fs: fs[1])) if len(folders) > 1 else (folders, steps)
+    if all(s is not None for s in steps):  # a series: in training order
+        order = sorted(range(len(folders)), key=steps.__getitem__)
+        folders, steps = [folders[i] for i in order], [steps[i] for i in order]
     from tqdm.auto import tqdm
 
     encoded: dict[str, Tensor] = {}  # a series shares one tokenizer: encode the text once per tokenizer
