@@ -29,7 +29,7 @@ def make_checkpoint(folder: Path, vocab: int = 50_000, width: int = 768) -> Path
 
     from ctxlab.corpus import load_text
 
-    words = [w for w, _ in Counter(re.findall(r"\w+|[^\w\s]", load_text("shakespeare").text)).most_common()]
+    words = [w for w, _ in Counter(re.findall(r"\w+|[^\w\s]+", load_text("shakespeare").text)).most_common()]
     names = ["[UNK]", *words[: vocab - 1]]
     names += [f"<filler{i}>" for i in range(vocab - len(names))]
     tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(names)}, unk_token="[UNK]"))
