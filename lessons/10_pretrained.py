@@ -219,8 +219,9 @@ if HAVE_MODEL:
 # In every bin the order-1 CKA stands many spreads above its shuffles, and the order-2 CKA at most
 # about three (compare the excess with the spread printed beside it; the order-2 shuffles already
 # score 0.5–0.65: lesson 02's caveat that CKA is far from 0 by chance). Measured so,
-# this model's table lines up with Shakespeare's order-1 signature and barely beyond chance with its
-# order-2 increment. A finished model cannot say in which order its structure formed; a series of
+# this model's table lines up with Shakespeare's order-1 signature, and with its order-2 increment
+# two to three spreads above chance in the three most frequent bins and within the noise in the
+# rarest. A finished model cannot say in which order its structure formed; a series of
 # checkpoints of one training run can.
 # The same probe is a command, for any local folder with `*.safetensors` (sharded or not),
 # `tokenizer.json` and optionally `config.json`, and any UTF-8 text:
