@@ -190,8 +190,8 @@ plt.show()
 # - Large and standard init memorise: on the held-out pair they give mostly neither the composed
 #   answer nor the copied reverse-pair answer.
 # - Composition goes with structure. At small init the keys lie on an ordered path and the
-#   anchors line up with their shifts. At large init the anchors stay at chance and the keys
-#   are only a little above it.
+#   anchors line up with their shifts. At large init the anchors stay at chance and the keys line
+#   up at 0.11–0.16, against 0.40 at small init (printed above).
 # - The test only means something when the held-out pair's answer cannot be copied from its
 #   reverse. With the give-away, standard init "composes" too.
 
