@@ -127,10 +127,10 @@ def probe_one(model: PretrainedEmbedding, ids: Tensor, path: str, step: int | No
     """One embedding table against the order-1 and order-2 signatures of a token stream, bin by bin
     (of its change from ``reference`` [V, d] when one is given: lesson 09's E − E0)."""
     _check_top(model, ids, top)
-    distinct = int(torch.unique(ids).numel())
+    context = min(context, int(torch.unique(ids).numel()))  # a text with fewer distinct tokens: all of them
     stream, kept = bucket_rare(ids, model.vocab_size, top)
-    ctx_stream, _ = bucket_rare(ids, model.vocab_size, min(context, distinct))
-    signatures = {1: kept_signature(stream, top), 2: pair_increment(stream, top, ctx_stream, min(context, distinct))}
+    ctx_stream, _ = bucket_rare(ids, model.vocab_size, context)
+    signatures = {1: kept_signature(stream, top), 2: pair_increment(stream, top, ctx_stream, context)}
     E = (model.matrix if reference is None else model.matrix - reference)[kept].double()
     bins = frequency_bins(top, bin_size)
     orders = {o: alignment_by_bin(E, S, bins, n_shuffles=n_shuffles) for o, S in signatures.items()}

@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ctxlab.env import JITTER_VARIABLE
+
 CHECK_MARKER = "NBVAL_CHECK_OUTPUT"  # nbval's comment marker; its metadata tag is "nbval-check-output"
 CHECK_TAG = "nbval-check-output"
 # Each mode: the environment the kernel runs with. "compatible" and "avx2-2t" are two real other
@@ -24,7 +26,7 @@ _ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 MODES: dict[str, dict[str, str]] = {
     "compatible": {"MKL_CBWR": "COMPATIBLE", "ATEN_CPU_CAPABILITY": "default", **_ONE_THREAD},
     "avx2-2t": {"MKL_CBWR": "AVX2", "ATEN_CPU_CAPABILITY": "avx2", "OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2"},
-    **{f"jitter-{seed}": {"CTXLAB_INIT_JITTER": str(seed), **_ONE_THREAD} for seed in (1, 2, 3)},
+    **{f"jitter-{seed}": {JITTER_VARIABLE: str(seed), **_ONE_THREAD} for seed in (1, 2, 3)},
 }
 
 
