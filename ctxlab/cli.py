@@ -2,6 +2,8 @@
 
     ctxlab staircase [--gammas ...] [--seeds N] [--steps N] [--lr X] [--optimizer gd|adam]
                      [--values C --block B --mix p1 .. pL] [--device D] [--out DIR] [--json PATH]
+    ctxlab predict [--gammas ...] [--seeds N] [--lr X] [--width D] [--hidden H] [--values C --block B --mix p1 .. pL]
+                   [--train [--steps N] [--device D]] [--out DIR] [--json PATH]
     ctxlab lm [--gammas ...] [--steps N] [--tokenizer char|bpe] [--optimizer sgd|adam] [--precision fp32|tf32|bf16]
               [--source shakespeare|pydoc | --text FILE] [--device D] [--out DIR] [--json PATH]
     torchrun --nproc-per-node 2 -m ctxlab.cli lm ...      (data-parallel)
@@ -22,6 +24,7 @@ import argparse
 import math
 import os
 import sys
+import time
 from pathlib import Path
 
 
@@ -62,16 +65,12 @@ def _staircase(args: argparse.Namespace) -> int:
 
     Bad outputs or devices fail before training; diverged models are reported (and the command
     fails) after the outputs are saved, so the other runs' numbers are kept."""
-    from ctxlab.experiments import HEADLINE_TASK, check_before_training, report_divergence, save_outputs, staircase
+    from ctxlab.experiments import check_before_training, report_divergence, save_outputs, staircase
     from ctxlab.plots import staircase_figure
-    from ctxlab.tasks import hierarchy_task
 
     figure_path = Path(args.out) / "staircase.png"
     check_before_training(args.device, figure_path, args.json)
-    chosen = {"values": args.values, "block": args.block, "mix": args.mix}
-    task_args = {"n_values": HEADLINE_TASK["n_values"], "block": HEADLINE_TASK["block"], "mix": HEADLINE_TASK["mix"]}
-    task_args.update({("n_values" if k == "values" else k): v for k, v in chosen.items() if v is not None})
-    hierarchy_task(**{**task_args, "mix": tuple(task_args["mix"])})  # bad task options fail before training
+    task_args = _task_options(args)
     result = staircase(
         gammas=args.gammas,
         seeds=list(range(args.seeds)),
@@ -90,6 +89,47 @@ def _staircase(args: argparse.Namespace) -> int:
     print(f"trained {len(result.gammas)} models in {result.seconds:.1f} s")
     save_outputs(staircase_figure(result), figure_path, result.to_json(), args.json)
     return report_divergence("staircase", result.trajectory, "--lr")
+
+
+def _task_options(args: argparse.Namespace) -> dict:
+    """The hierarchy task of ``--values --block --mix`` (the headline task where not given), checked now."""
+    from ctxlab.experiments import HEADLINE_TASK
+    from ctxlab.tasks import hierarchy_task
+
+    chosen = {"n_values": args.values, "block": args.block, "mix": args.mix}
+    task_args = {**HEADLINE_TASK, **{k: v for k, v in chosen.items() if v is not None}}
+    task_args["mix"] = tuple(task_args["mix"])
+    hierarchy_task(**task_args)  # bad task options fail before any work
+    return task_args
+
+
+def _predict(args: argparse.Namespace) -> int:
+    """``ctxlab predict``: the predicted ladder with onsets; with ``--train`` also the run, measured beside it."""
+    from ctxlab.experiments import check_before_training, default_lr, report_divergence, save_outputs, staircase
+    from ctxlab.experiments.prediction import compare, prediction_json, training_steps
+    from ctxlab.plots import prediction_figure
+    from ctxlab.tasks import hierarchy_task
+    from ctxlab.theory.predict import predict_staircase
+
+    figure_path = Path(args.out) / "prediction.png"
+    check_before_training(args.device, figure_path, args.json)
+    task_args = _task_options(args)
+    task = hierarchy_task(**task_args)
+    lr = args.lr if args.lr is not None else default_lr(task.seq_len)
+    hidden = args.hidden if args.hidden is not None else 4 * args.width
+    start = time.perf_counter()
+    prediction = predict_staircase(task, args.gammas, list(range(args.seeds)), lr=lr, d=args.width, hidden=hidden,
+                                   progress=not args.no_progress)
+    print(f"predicted in {time.perf_counter() - start:.1f} s (no training)")
+    result = None
+    if args.train:
+        result = staircase(args.gammas, list(range(args.seeds)), steps=args.steps or training_steps(prediction),
+                           lr=lr, device=args.device, profile=args.profile, progress=not args.no_progress, task=task, d=args.width,
+                           hidden=hidden, on_divergence="record")
+        print(f"trained {len(result.gammas)} models in {result.seconds:.1f} s")
+    print(compare(prediction, result))
+    save_outputs(prediction_figure(prediction, result), figure_path, prediction_json(prediction, result), args.json)
+    return 0 if result is None else report_divergence("predict", result.trajectory, "--lr")
 
 
 def _attention(args: argparse.Namespace) -> int:
@@ -259,16 +299,34 @@ def _add_staircase(sub) -> None:
     _add_grid_options(s, gammas=[0.5, 1.0, 1.5], seeds=3)
     s.add_argument("--lr", type=_positive_float, default=None,
                    help="learning rate (default: gd 1, or 0.5 from four orders on; adam 0.001)")
-    s.add_argument("--values", type=_positive_int, default=None,
-                   help="attribute values C: labels live in Z_C (default 2: one rung per order)")
-    s.add_argument("--block", type=_positive_int, default=None, help="tokens per position, a multiple of C (default 8)")
-    s.add_argument("--mix", type=float, nargs="+", default=None,
-                   help="probability of each order's rule: L weights give L positions and L + 1 levels "
-                        "(default 0.4 0.3 0.3)")
+    _add_task_options(s)
     s.add_argument("--optimizer", choices=["gd", "adam"], default="gd",
                    help="gd: full-batch gradient descent (default); adam: a contrast")
     _add_run_options(s)
     s.set_defaults(func=_staircase)
+
+
+def _add_task_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--values", type=_positive_int, default=None,
+                   help="attribute values C: labels live in Z_C (default 2: one rung per order)")
+    p.add_argument("--block", type=_positive_int, default=None, help="tokens per position, a multiple of C (default 8)")
+    p.add_argument("--mix", type=float, nargs="+", default=None,
+                   help="probability of each order's rule: L weights give L positions and L + 1 levels "
+                        "(default 0.4 0.3 0.3)")
+
+
+def _add_predict(sub) -> None:
+    p = sub.add_parser("predict", help="predict from the data and the init, without training, every level the "
+                       "staircase rests on and when; --train also trains and sets the measured beside it")
+    _add_grid_options(p, gammas=[1.0, 1.25, 1.5], seeds=3)
+    p.add_argument("--lr", type=_positive_float, default=None,
+                   help="gradient-descent learning rate (default 1, or 0.5 from four orders on)")
+    _add_task_options(p)
+    p.add_argument("--width", type=_positive_int, default=32, help="embedding width d (default 32)")
+    p.add_argument("--hidden", type=_positive_int, default=None, help="hidden units (default 4 x width)")
+    p.add_argument("--train", action="store_true", help="also train the models and print measured beside predicted")
+    _add_run_options(p)
+    p.set_defaults(func=_predict)
 
 
 def _add_attention(sub) -> None:
@@ -311,7 +369,7 @@ def parser() -> argparse.ArgumentParser:
     p = _Parser(prog="ctxlab", description="The Context Staircase course: experiments and course tools.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    for add in (_add_staircase, _add_attention, _add_lm):
+    for add in (_add_staircase, _add_predict, _add_attention, _add_lm):
         add(sub)
 
     r = sub.add_parser("probe", help="compare the input embedding of local checkpoint folders (safetensors + "

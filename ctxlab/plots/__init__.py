@@ -37,6 +37,7 @@ from ctxlab.plots.staircase import (
     ROLE_COLORS,
     embedding_pca_grid,
     phase_map_figure,
+    prediction_figure,
     rung_curves,
     staircase_figure,
 )
@@ -107,6 +108,7 @@ __all__ = [
     "order_levels",
     "permutation_histograms",
     "phase_map_figure",
+    "prediction_figure",
     "plateau_race_figure",
     "r2_band_figure",
     "reconstruction_figure",

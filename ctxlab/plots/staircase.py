@@ -14,9 +14,10 @@ from ctxlab.plots.style import (
 )
 
 
-def staircase_figure(result, gammas=None) -> Figure:
+def staircase_figure(result, gammas=None, prediction=None) -> Figure:
     """One column per γ, seeds as line styles. Top: the loss with the predicted levels dashed and
-    labelled. Middle: the share of ||E − E0||² in the directions each order adds (colour = order,
+    labelled (with ``prediction``, a :class:`ctxlab.theory.predict.StaircasePrediction` of the same runs:
+    its whole ladder, sub-levels dotted, and each run's predicted onsets as ticks on the top edge). Middle: the share of ||E − E0||² in the directions each order adds (colour = order,
     dashed = its chance level). Bottom: the mean ||E − E0|| of each token role (keys enter with order 1,
     first anchors with order 2, ...).
 
@@ -34,7 +35,12 @@ def staircase_figure(result, gammas=None) -> Figure:
         for j, k in enumerate(models):
             top.plot(steps, result.trajectory.loss[k].numpy(), color="black", lw=1.1, ls=seed_style(j),
                      label=f"seed {result.seeds[k]}")
-        label_levels(top, result.levels)
+        if prediction is None:
+            label_levels(top, result.levels)
+        else:
+            draw_ladder(top, prediction.rungs, names=col == len(gammas) - 1)
+            for j, k in enumerate(models):
+                onset_ticks(top, prediction, k, "black")
         top.set_title(f"γ = {g:g}")
         for order in range(1, result.shares.shape[-1] + 1):
             color = ORDER_COLORS[(order - 1) % len(ORDER_COLORS)]
@@ -148,5 +154,58 @@ def phase_map_figure(pm) -> Figure:
         ax.set_xlabel("learning rate")
         ax.set_ylabel("γ (init exponent)")
         ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+# --- lesson 17 ---
+
+def draw_ladder(ax, rungs, names: bool = True) -> None:
+    """Every predicted level of a staircase prediction: rungs dashed, sub-levels dotted, named at the right edge."""
+    for rung in rungs:
+        color = ORDER_COLORS[(rung.order - 1) % len(ORDER_COLORS)] if rung.order else "grey"
+        ax.axhline(rung.level, ls=":" if rung.sub else "--", lw=0.9, color=color, zorder=0)
+        if names:
+            ax.annotate(f"{rung.name} = {rung.level:.3f}", (1.0, rung.level), xycoords=("axes fraction", "data"),
+                        xytext=(3, 0), textcoords="offset points", va="center", fontsize=7, color=color)
+
+
+def onset_ticks(ax, prediction, k: int, color: str) -> None:
+    """Model k's predicted onsets as triangles on the top edge of ``ax``."""
+    for rung in prediction.rungs[1:]:
+        onset = int(rung.onset[k])
+        if onset >= 0:
+            ax.plot([onset], [1.0], marker="v", color=color, ms=5, transform=ax.get_xaxis_transform(), clip_on=False)
+
+
+def prediction_figure(prediction, result=None, gammas=None) -> Figure:
+    """One panel per γ: the predicted loss curves (thick, pale) and, with ``result``, the measured ones (thin),
+    seeds as colours; every predicted level drawn and named (sub-levels dotted) and each predicted onset a
+    tick on the top edge in its seed's colour.
+
+    ``prediction``: a :class:`ctxlab.theory.predict.StaircasePrediction`; ``result``: the matching
+    :class:`ctxlab.experiments.StaircaseResult`, or None (prediction only)."""
+    gammas = sorted(set(prediction.gammas) if gammas is None else {float(g) for g in gammas})
+    if not set(gammas) <= set(prediction.gammas):
+        raise ValueError(f"gammas {gammas} must be among the prediction's {sorted(set(prediction.gammas))}")
+    fig, axes = plt.subplots(1, len(gammas), figsize=(5.2 * len(gammas) + 1.6, 3.9), squeeze=False)
+    end = int(prediction.steps[-1]) if result is None else int(result.trajectory.steps[-1])
+    for col, g in enumerate(gammas):
+        ax = axes[0, col]
+        models = [k for k, gk in enumerate(prediction.gammas) if gk == g]
+        for j, k in enumerate(models):
+            color = SEED_COLORS[j % len(SEED_COLORS)]
+            ax.plot(prediction.steps.numpy(), prediction.curves[k].numpy(), color=color, lw=3.0, alpha=0.35,
+                    label=f"seed {prediction.seeds[k]}, predicted")
+            if result is not None:
+                ax.plot(result.trajectory.steps.numpy(), result.trajectory.loss[k].numpy(), color=color, lw=1.3,
+                        label=f"seed {prediction.seeds[k]}, trained")
+            onset_ticks(ax, prediction, k, color)
+        draw_ladder(ax, prediction.rungs, names=col == len(gammas) - 1)
+        ax.set_xlim(0, end)
+        ax.set_title(f"γ = {g:g}  (▼ predicted onsets)", fontsize=10)
+        ax.set_xlabel("gradient-descent step")
+    axes[0, 0].set_ylabel("loss (nats)")
+    axes[0, 0].legend(loc="lower left", fontsize=7)
     fig.tight_layout()
     return fig

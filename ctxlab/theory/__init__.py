@@ -1,7 +1,8 @@
 """Small-init gradient-flow predictions, to hold against what training does (re-exported here:
 ``ctxlab.theory.plateau_levels``): :mod:`~ctxlab.theory.first_stair` (the leading-order embedding
 velocity E1; ``plateau_levels`` comes from :mod:`ctxlab.signatures`), :mod:`~ctxlab.theory.modes` (linear-network modes),
-:mod:`~ctxlab.theory.next_stair` (the residual pair statistic) and :mod:`~ctxlab.theory.attention`."""
+:mod:`~ctxlab.theory.next_stair` (the residual pair statistic), :mod:`~ctxlab.theory.predict` (the next-stair
+drive and the whole staircase predicted before training) and :mod:`~ctxlab.theory.attention`."""
 
 from ctxlab.theory.attention import (
     attention_embedding_velocity,
@@ -34,6 +35,14 @@ from ctxlab.theory.modes import (
     predicted_switch_on,
     product_map,
 )
+from ctxlab.theory.predict import (
+    PredictedRung,
+    StaircasePrediction,
+    anchor_share,
+    next_stair_velocity,
+    predict_staircase,
+    stair_drive,
+)
 from ctxlab.theory.next_stair import (
     ResidualIncrement,
     model_pair_residual,
@@ -42,8 +51,11 @@ from ctxlab.theory.next_stair import (
 )
 
 __all__ = [
+    "anchor_share",
     "E1Agreement",
     "ModeGrowth",
+    "PredictedRung",
+    "StaircasePrediction",
     "Modes",
     "ResidualIncrement",
     "SLOPE_AT_ZERO",
@@ -61,6 +73,8 @@ __all__ = [
     "mlp_embedding_velocity",
     "mode_growth",
     "mode_strengths",
+    "next_stair_velocity",
+    "predict_staircase",
     "model_pair_residual",
     "pair_residual",
     "plateau_levels",
@@ -70,5 +84,6 @@ __all__ = [
     "qk_force",
     "qk_velocity",
     "residual_vs_increment",
+    "stair_drive",
     "target_attention",
 ]
