@@ -9,9 +9,9 @@ from ctxlab.theory.predict import StaircasePrediction
 
 
 def training_steps(prediction: StaircasePrediction) -> int:
-    """Steps that cover the predicted ladder: the last predicted onset and a third more, in whole hundreds."""
-    last = int(prediction.onsets().max())
-    return max(1000, -(-int(1.33 * last + 300) // 100) * 100)
+    """Steps that cover the predicted ladder: as long as the predicted curves (the last predicted onset and a
+    third more, unless the prediction was asked for another length)."""
+    return int(prediction.steps[-1])
 
 
 def measured(prediction: StaircasePrediction, result: StaircaseResult | None) -> list[Rungs | None]:

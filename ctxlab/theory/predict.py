@@ -379,7 +379,7 @@ def predict_staircase(task, gammas=(1.0,), seeds=(0,), lr: float = 1.0, d: int =
     """Predict, without training the network, every level the loss of Emb-MLP (GELU, no biases, full-batch
     plain GD at ``lr``) will rest on for a hierarchy task, with each level's onset and dwell per (γ, seed).
 
-    ``steps``: length of the predicted curves (default: past the last predicted onset by a quarter).
+    ``steps``: length of the predicted curves (default: the last predicted onset and a third more, in hundreds).
     The models are initialised exactly as ``make_model("mlp", task, gamma, seed, d, hidden)`` would.
     """
     if getattr(task, "name", None) not in ("hierarchy", "transfer"):
@@ -440,7 +440,7 @@ def predict_staircase(task, gammas=(1.0,), seeds=(0,), lr: float = 1.0, d: int =
             clock = onset  # the weaker mode grows once the stronger one is in
 
     last = float(torch.stack(onsets).nan_to_num(0).max())
-    T = int(steps) if steps is not None else int(1.25 * last) + 200
+    T = int(steps) if steps is not None else max(1000, -(-int(1.33 * last + 300) // 100) * 100)
     t = torch.arange(T + 1, dtype=torch.float64)
     curves = path[:, -1:].expand(K, T + 1).clone()
     curves[:, : min(path.shape[1], T + 1)] = path[:, : T + 1]
