@@ -343,3 +343,16 @@ def gallery(entries: list[dict], profile: str) -> str:
             "body{font-family:sans-serif;margin:2em}figure{display:inline-block;width:46%;margin:1%;vertical-align:top}"
             "img{width:100%;border:1px solid #ddd}</style></head><body>"
             f"<h1>ctxlab: the lessons' headline figures ({html.escape(profile)} profile)</h1>\n{cards}\n</body></html>\n")
+@register("17_predict_forecast", "17_predict", "The staircase forecast from data and init, then trained: onsets within 10 %")
+def _forecast(profile: str, device):
+    from ctxlab.experiments import staircase
+    from ctxlab.experiments.prediction import prediction_json, training_steps
+    from ctxlab.plots import prediction_figure
+    from ctxlab.tasks import hierarchy_task
+    from ctxlab.theory import predict_staircase
+
+    task, seeds = hierarchy_task(block=8, n_values=2, mix=(0.4, 0.3, 0.3)), (0, 1) if profile == "quick" else (0, 1, 2)
+    prediction = predict_staircase(task, (1.0, 1.25), seeds, lr=1.0, progress=False)
+    result = staircase((1.0, 1.25), seeds, steps=training_steps(prediction), lr=1.0, task=task, d=32, hidden=128,
+                       progress=False, device=device)
+    return prediction_figure(prediction, result), prediction_json(prediction, result)
