@@ -119,3 +119,15 @@ def test_cli_predict_rejects_a_bad_mix_before_any_work(tmp_path, capsys):
     assert main(["predict", "--mix", "0.5", "0.6", "--out", str(tmp_path), "--no-progress"]) == 2
     err = capsys.readouterr()
     assert "ctxlab predict: error: mix" in err.err and "predicted in" not in err.out
+
+
+def test_the_staircase_figure_draws_the_predicted_ladder_and_onsets(small_run):
+    from ctxlab.plots import staircase_figure
+
+    prediction, result = small_run
+    top = staircase_figure(result, prediction=prediction).axes[0]
+    drawn = [line for line in top.lines if list(line.get_xdata()) == [0, 1]]  # the axhlines
+    levels = sorted(round(float(line.get_ydata()[0]), 4) for line in drawn)
+    assert levels == sorted(round(h, 4) for h in prediction.levels)
+    ticks = [line for line in top.lines if line.get_marker() == "v"]
+    assert len(ticks) == 2 * (len(prediction.rungs) - 1)  # two seeds, one tick per predicted onset
