@@ -21,43 +21,11 @@ option, device or output path, found before any training (one line ``ctxlab CMD:
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
-import time
 from pathlib import Path
 
-
-class _Parser(argparse.ArgumentParser):
-    """argparse with one-line errors: ``ctxlab CMD: error: ...`` and exit status 2."""
-
-    def error(self, message: str):
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
-
-
-def _checked(kind, test, what: str):
-    """An argparse type: ``kind`` (int or float) that passes ``test``, else the message ``what``."""
-
-    def convert(text: str):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
-        if not test(value):
-            raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
-        return value
-
-    return convert
-
-
-_positive_int = _checked(int, lambda v: v >= 1, "a positive integer")
-_positive_float = _checked(float, lambda v: math.isfinite(v) and v > 0, "a positive finite number")
-
-
-def _path(text: str) -> str:
-    if not text.strip():
-        raise argparse.ArgumentTypeError("an empty path; give a file or folder name")
-    return text
+from ctxlab.cli_options import Parser, path_option, positive_float, positive_int
 
 
 def _staircase(args: argparse.Namespace) -> int:
@@ -70,7 +38,9 @@ def _staircase(args: argparse.Namespace) -> int:
 
     figure_path = Path(args.out) / "staircase.png"
     check_before_training(args.device, figure_path, args.json)
-    task_args = _task_options(args)
+    from ctxlab.experiments.prediction import task_options
+
+    task_args = task_options(args)
     result = staircase(
         gammas=args.gammas,
         seeds=list(range(args.seeds)),
@@ -91,45 +61,11 @@ def _staircase(args: argparse.Namespace) -> int:
     return report_divergence("staircase", result.trajectory, "--lr")
 
 
-def _task_options(args: argparse.Namespace) -> dict:
-    """The hierarchy task of ``--values --block --mix`` (the headline task where not given), checked now."""
-    from ctxlab.experiments import HEADLINE_TASK
-    from ctxlab.tasks import hierarchy_task
-
-    chosen = {"n_values": args.values, "block": args.block, "mix": args.mix}
-    task_args = {**HEADLINE_TASK, **{k: v for k, v in chosen.items() if v is not None}}
-    task_args["mix"] = tuple(task_args["mix"])
-    hierarchy_task(**task_args)  # bad task options fail before any work
-    return task_args
-
-
 def _predict(args: argparse.Namespace) -> int:
     """``ctxlab predict``: the predicted ladder with onsets; with ``--train`` also the run, measured beside it."""
-    from ctxlab.experiments import check_before_training, default_lr, report_divergence, save_outputs, staircase
-    from ctxlab.experiments.prediction import compare, prediction_json, training_steps
-    from ctxlab.plots import prediction_figure
-    from ctxlab.tasks import hierarchy_task
-    from ctxlab.theory.predict import predict_staircase
+    from ctxlab.experiments.prediction import predict_command
 
-    figure_path = Path(args.out) / "prediction.png"
-    check_before_training(args.device, figure_path, args.json)
-    task_args = _task_options(args)
-    task = hierarchy_task(**task_args)
-    lr = args.lr if args.lr is not None else default_lr(task.seq_len)
-    hidden = args.hidden if args.hidden is not None else 4 * args.width
-    start = time.perf_counter()
-    prediction = predict_staircase(task, args.gammas, list(range(args.seeds)), lr=lr, d=args.width, hidden=hidden,
-                                   progress=not args.no_progress)
-    print(f"predicted in {time.perf_counter() - start:.1f} s (no training)")
-    result = None
-    if args.train:
-        result = staircase(args.gammas, list(range(args.seeds)), steps=args.steps or training_steps(prediction),
-                           lr=lr, device=args.device, profile=args.profile, progress=not args.no_progress, task=task, d=args.width,
-                           hidden=hidden, on_divergence="record")
-        print(f"trained {len(result.gammas)} models in {result.seconds:.1f} s")
-    print(compare(prediction, result))
-    save_outputs(prediction_figure(prediction, result), figure_path, prediction_json(prediction, result), args.json)
-    return 0 if result is None else report_divergence("predict", result.trajectory, "--lr")
+    return predict_command(args)
 
 
 def _attention(args: argparse.Namespace) -> int:
@@ -280,16 +216,16 @@ def _figures(args: argparse.Namespace) -> int:
 
 def _add_grid_options(p: argparse.ArgumentParser, gammas: list[float], seeds: int) -> None:
     """The (γ × seed) grid and the run length every training command takes."""
-    p.add_argument("--gammas", type=_positive_float, nargs="+", default=gammas, help="init-scale exponents")
-    p.add_argument("--seeds", type=_positive_int, default=seeds, help="seeds per gamma")
-    p.add_argument("--steps", type=_positive_int, default=None, help="training steps (default: from the profile)")
+    p.add_argument("--gammas", type=positive_float, nargs="+", default=gammas, help="init-scale exponents")
+    p.add_argument("--seeds", type=positive_int, default=seeds, help="seeds per gamma")
+    p.add_argument("--steps", type=positive_int, default=None, help="training steps (default: from the profile)")
 
 
 def _add_run_options(p: argparse.ArgumentParser, numbers: str = "the numbers") -> None:
     """The options every training command shares: where it runs, at what scale, where its outputs go."""
     p.add_argument("--device", default="auto", help="cpu, cuda, cuda:N, mps or auto")
-    p.add_argument("--out", type=_path, default="figs", help="folder for the figure")
-    p.add_argument("--json", type=_path, default=None, help=f"write {numbers} to this JSON file")
+    p.add_argument("--out", type=path_option, default="figs", help="folder for the figure")
+    p.add_argument("--json", type=path_option, default=None, help=f"write {numbers} to this JSON file")
     p.add_argument("--profile", choices=["quick", "full"], default=None, help="override CTXLAB_PROFILE")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -297,7 +233,7 @@ def _add_run_options(p: argparse.ArgumentParser, numbers: str = "the numbers") -
 def _add_staircase(sub) -> None:
     s = sub.add_parser("staircase", help="train Emb-MLP on a hierarchy task over a gamma grid; rungs, figure, JSON")
     _add_grid_options(s, gammas=[0.5, 1.0, 1.5], seeds=3)
-    s.add_argument("--lr", type=_positive_float, default=None,
+    s.add_argument("--lr", type=positive_float, default=None,
                    help="learning rate (default: gd 1, or 0.5 from four orders on; adam 0.001)")
     _add_task_options(s)
     s.add_argument("--optimizer", choices=["gd", "adam"], default="gd",
@@ -307,9 +243,9 @@ def _add_staircase(sub) -> None:
 
 
 def _add_task_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--values", type=_positive_int, default=None,
+    p.add_argument("--values", type=positive_int, default=None,
                    help="attribute values C: labels live in Z_C (default 2: one rung per order)")
-    p.add_argument("--block", type=_positive_int, default=None, help="tokens per position, a multiple of C (default 8)")
+    p.add_argument("--block", type=positive_int, default=None, help="tokens per position, a multiple of C (default 8)")
     p.add_argument("--mix", type=float, nargs="+", default=None,
                    help="probability of each order's rule: L weights give L positions and L + 1 levels "
                         "(default 0.4 0.3 0.3)")
@@ -319,11 +255,11 @@ def _add_predict(sub) -> None:
     p = sub.add_parser("predict", help="predict from the data and the init, without training, every level the "
                        "staircase rests on and when; --train also trains and sets the measured beside it")
     _add_grid_options(p, gammas=[1.0, 1.25, 1.5], seeds=3)
-    p.add_argument("--lr", type=_positive_float, default=None,
+    p.add_argument("--lr", type=positive_float, default=None,
                    help="gradient-descent learning rate (default 1, or 0.5 from four orders on)")
     _add_task_options(p)
-    p.add_argument("--width", type=_positive_int, default=32, help="embedding width d (default 32)")
-    p.add_argument("--hidden", type=_positive_int, default=None, help="hidden units (default 4 x width)")
+    p.add_argument("--width", type=positive_int, default=32, help="embedding width d (default 32)")
+    p.add_argument("--hidden", type=positive_int, default=None, help="hidden units (default 4 x width)")
     p.add_argument("--train", action="store_true", help="also train the models and print measured beside predicted")
     _add_run_options(p)
     p.set_defaults(func=_predict)
@@ -333,7 +269,7 @@ def _add_attention(sub) -> None:
     a = sub.add_parser("attention", help="train one attention layer on a task that needs it, next to the same "
                        "model with attention frozen uniform; rungs, figure, JSON")
     _add_grid_options(a, gammas=[1.0], seeds=3)
-    a.add_argument("--lr", type=_positive_float, default=None, help="gradient-descent learning rate (default 0.08)")
+    a.add_argument("--lr", type=positive_float, default=None, help="gradient-descent learning rate (default 0.08)")
     _add_run_options(a)
     a.set_defaults(func=_attention)
 
@@ -344,21 +280,21 @@ def _add_lm(sub) -> None:
     _add_grid_options(m, gammas=[1.0], seeds=1)
     text = m.add_mutually_exclusive_group()
     text.add_argument("--source", default="shakespeare", help="shakespeare or pydoc (both ship offline)")
-    text.add_argument("--text", type=_path, default=None, metavar="FILE",
+    text.add_argument("--text", type=path_option, default=None, metavar="FILE",
                       help="train on your own UTF-8 text file instead (the BPE tokenizer is cached by its hash)")
     m.add_argument("--tokenizer", choices=["char", "bpe"], default=None, help="default: char (quick), bpe (full)")
-    m.add_argument("--vocab-size", type=_positive_int, default=None, help="BPE vocabulary size (>= 260)")
-    m.add_argument("--context", type=_positive_int, default=None, help="context length in tokens")
-    m.add_argument("--width", type=_positive_int, default=None, help="model width d (divisible by --heads)")
-    m.add_argument("--layers", type=_positive_int, default=None, help="transformer blocks")
-    m.add_argument("--heads", type=_positive_int, default=None, help="attention heads")
-    m.add_argument("--batch-size", type=_positive_int, default=None, help="global batch (split over torchrun processes)")
-    m.add_argument("--lr", type=_positive_float, default=None, help="learning rate (default: from the profile)")
+    m.add_argument("--vocab-size", type=positive_int, default=None, help="BPE vocabulary size (>= 260)")
+    m.add_argument("--context", type=positive_int, default=None, help="context length in tokens")
+    m.add_argument("--width", type=positive_int, default=None, help="model width d (divisible by --heads)")
+    m.add_argument("--layers", type=positive_int, default=None, help="transformer blocks")
+    m.add_argument("--heads", type=positive_int, default=None, help="attention heads")
+    m.add_argument("--batch-size", type=positive_int, default=None, help="global batch (split over torchrun processes)")
+    m.add_argument("--lr", type=positive_float, default=None, help="learning rate (default: from the profile)")
     m.add_argument("--optimizer", choices=["sgd", "adam"], default=None,
                    help="adam (the profiles' default) or sgd (plain minibatch steps; give a larger --lr)")
     m.add_argument("--precision", choices=["fp32", "tf32", "bf16"], default=None,
                    help="fp32 (default), tf32 matmuls, or bf16 autocast with fp32 weights (GPU experiments)")
-    m.add_argument("--checkpoints", type=_path, default=None, metavar="DIR",
+    m.add_argument("--checkpoints", type=path_option, default=None, metavar="DIR",
                    help="also write every recorded embedding snapshot as DIR/stepN/ (safetensors + tokenizer.json), "
                         "for ctxlab probe")
     _add_run_options(m, numbers="the curves")
@@ -366,8 +302,8 @@ def _add_lm(sub) -> None:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="ctxlab", description="The Context Staircase course: experiments and course tools.")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    p = Parser(prog="ctxlab", description="The Context Staircase course: experiments and course tools.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
 
     for add in (_add_staircase, _add_predict, _add_attention, _add_lm):
         add(sub)
@@ -377,20 +313,20 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("checkpoints", nargs="+", metavar="CHECKPOINT",
                    help="folders in the Hugging Face layout (several of one run: drawn against the step in their "
                         "names); 'minilm' is lesson 10's installed model")
-    r.add_argument("--text", type=_path, default=None, metavar="FILE",
+    r.add_argument("--text", type=path_option, default=None, metavar="FILE",
                    help="a UTF-8 text file (default: the shipped Shakespeare)")
-    r.add_argument("--top", type=_positive_int, default=400, help="most frequent tokens kept; the rest share a bucket (default 400)")
-    r.add_argument("--bins", type=_positive_int, default=4, help="frequency bins of equal size (default 4)")
-    r.add_argument("--context", type=_positive_int, default=63,
+    r.add_argument("--top", type=positive_int, default=400, help="most frequent tokens kept; the rest share a bucket (default 400)")
+    r.add_argument("--bins", type=positive_int, default=4, help="frequency bins of equal size (default 4)")
+    r.add_argument("--context", type=positive_int, default=63,
                    help="previous and next tokens kept for the order-2 signature (default 63)")
     r.add_argument("--key", default=None, help="the embedding tensor's name, when it cannot be found by name or shape")
-    r.add_argument("--shuffles", type=_positive_int, default=50, help="row shuffles for the chance level (default 50)")
+    r.add_argument("--shuffles", type=positive_int, default=50, help="row shuffles for the chance level (default 50)")
     r.add_argument("--stream", action="store_true",
                    help="encode the text as one running stream, line breaks included (default: line by line)")
     r.add_argument("--relative-to-first", action="store_true",
                    help="measure each table's change from the first checkpoint's (E - E0 when the first is step 0)")
-    r.add_argument("--out", type=_path, default="figs", help="folder for probe.png (default figs)")
-    r.add_argument("--json", type=_path, default=None, help="write every number to this JSON file")
+    r.add_argument("--out", type=path_option, default="figs", help="folder for probe.png (default figs)")
+    r.add_argument("--json", type=path_option, default=None, help="write every number to this JSON file")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
     r.set_defaults(func=_probe)
 
@@ -427,7 +363,7 @@ def parser() -> argparse.ArgumentParser:
                        "(its numbers) and an index.html gallery")
     f.add_argument("--profile", choices=["quick", "full"], default="quick", help="scale of the runs (default quick)")
     f.add_argument("--device", default="auto", help="cpu, cuda, cuda:N, mps or auto")
-    f.add_argument("--out", type=_path, default="figs", help="folder for the figures and the gallery (default figs)")
+    f.add_argument("--out", type=path_option, default="figs", help="folder for the figures and the gallery (default figs)")
     f.add_argument("--only", nargs="+", metavar="NAME", default=None,
                    help="only these figures or lessons (e.g. 03_staircase 08_knobs)")
     f.set_defaults(func=_figures)

@@ -92,7 +92,7 @@ def per_model(t: Tensor, w: Tensor) -> Tensor:
     return (t.reshape(t.shape[0], -1, t.shape[-1]) @ w).reshape(*t.shape[:-1], w.shape[-1])
 
 
-def _first_layer(x: Tensor, table: Tensor, w1: Tensor) -> Tensor:
+def first_layer(x: Tensor, table: Tensor, w1: Tensor) -> Tensor:
     """concat(E[x_1], ..., E[x_L]) W1 as sum_l (E W1_l)[x_l]: [K, N, hidden].
 
     The same numbers as embedding then multiplying, with the big matmul over the L*V rows of the
@@ -160,7 +160,7 @@ class EmbMLP(Ensemble):
             h = nn.functional.layer_norm(one_hot_embed(x, self.embedding), (self.d,))  # [K, N, L, d]
             u = h.reshape(h.shape[0], h.shape[1], -1) @ self.w1
         else:
-            u = _first_layer(x, self.embedding, self.w1)
+            u = first_layer(x, self.embedding, self.w1)
         return ACTIVATIONS[self.activation](u) @ self.w2
 
 

@@ -264,17 +264,17 @@ def progress_bar(steps: int, desc: str, progress: bool | None):
 
 
 def descend(model: Ensemble, optimizer: Optimizer, steps: int, step_loss: Callable[[int], Tensor],
-            observe: Callable[[int, Tensor | None], None], bar, after_backward: Callable[[], None] | None = None) -> None:
+            observe: Callable[[int, Tensor | None], bool | None], bar, after_backward: Callable[[], None] | None = None) -> None:
     """The one gradient-descent loop every trainer shares: ``steps`` updates, each from ``step_loss(step)``
     ([K] losses, checked for divergence by the caller), with ``observe(step, loss)`` called before each
     update and once after the last (``loss`` None there), so that what is recorded at step s is the state
-    that step s's update starts from. ``after_backward`` runs between backward and the update (e.g. to
-    average gradients over processes)."""
+    that step s's update starts from; an ``observe`` that returns True ends the run there (a reduced network
+    that has come to rest). ``after_backward`` runs between backward and the update (e.g. to average
+    gradients over processes)."""
     with bar:
         for step in range(steps + 1):
             loss = step_loss(step) if step < steps else None
-            observe(step, loss)
-            if loss is None:
+            if observe(step, loss) or loss is None:
                 return
             model.zero_grad(set_to_none=True)
             loss.sum().backward()

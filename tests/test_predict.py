@@ -14,9 +14,9 @@ from ctxlab.models import make_model
 from ctxlab.signatures import conditional_entropy
 from ctxlab.tasks import hierarchy_task, xor_task
 from ctxlab.theory import predict_staircase
-from ctxlab.theory.predict import (
-    _weights,
+from ctxlab.theory.plateaus import (
     mode_level,
+    model_weights,
     prefix_data,
     rank_one_level,
     restricted_loss,
@@ -37,7 +37,7 @@ def small_run():
 
 def test_prefix_data_gives_the_restricted_loss_of_the_whole_population():
     task = hierarchy_task(block=3, n_values=3, mix=(0.4, 0.3, 0.3))
-    E, W1, W2 = _weights(make_model("mlp", task, gamma=0.5, seed=[0, 1], d=8, hidden=16))
+    E, W1, W2 = model_weights(make_model("mlp", task, gamma=0.5, seed=[0, 1], d=8, hidden=16))
     for k in (1, 2):
         small = prefix_data(task.population, k)
         assert small.n == 3 ** k

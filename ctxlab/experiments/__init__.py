@@ -10,10 +10,13 @@ from ctxlab.experiments.outputs import check_before_training, report_divergence,
 from ctxlab.experiments.phase_map import PHASE_MAP_PROFILES, PhaseMap, phase_map, phase_map_one_by_one
 from ctxlab.experiments.staircase import (HEADLINE_TASK, STAIRCASE_PROFILES, StaircaseResult, default_lr, level_names,
                                           staircase)
+from ctxlab.experiments.prediction import (compare, measured, predict_command, prediction_json, task_options,
+                                           training_steps)
 
 __all__ = [
     "HEADLINE_TASK", "LM_PROFILES", "NGRAM_ORDERS", "PHASE_MAP_PROFILES", "STAIRCASE_PROFILES", "LMResult",
     "PhaseMap", "StaircaseResult", "TextData", "check_before_training", "default_lr", "language_model", "level_names", "lm_settings",
     "phase_map", "phase_map_one_by_one", "recorded_lm_run", "report_divergence",
     "save_outputs", "shuffled_alignment_band", "staircase", "strict_json", "text_data", "write_checkpoints",
+    "compare", "measured", "predict_command", "prediction_json", "task_options", "training_steps",
 ]

@@ -1,11 +1,16 @@
-"""A staircase prediction set beside a training run: the rows ``ctxlab predict`` prints, its JSON and the
-training length that covers every predicted rung."""
+"""A staircase prediction set beside a training run: the rows ``ctxlab predict`` prints, its JSON, the
+training length that covers every predicted rung, and the command itself."""
 
 from __future__ import annotations
 
-from ctxlab.experiments.staircase import StaircaseResult
+import time
+from pathlib import Path
+
+from ctxlab.experiments.outputs import check_before_training, report_divergence, save_outputs
+from ctxlab.experiments.staircase import HEADLINE_TASK, StaircaseResult, default_lr, staircase
 from ctxlab.rungs import Rungs, measure_rungs
-from ctxlab.theory.predict import StaircasePrediction
+from ctxlab.tasks import hierarchy_task
+from ctxlab.theory.predict import StaircasePrediction, predict_staircase
 
 
 def training_steps(prediction: StaircasePrediction) -> int:
@@ -73,3 +78,39 @@ def prediction_json(prediction: StaircasePrediction, result: StaircaseResult | N
     return {"task": {"name": task.name, "values": task.n_labels, "block": task.info["block"],
                      "mix": list(task.info["mix"]), "description": task.description},
             "training": training, "runs": runs}
+
+
+# --- the command line's `ctxlab predict` ---
+
+def task_options(args) -> dict:
+    """The hierarchy task of ``--values --block --mix`` (the headline task where not given), checked now."""
+    chosen = {"n_values": args.values, "block": args.block, "mix": args.mix}
+    task_args = {**HEADLINE_TASK, **{k: v for k, v in chosen.items() if v is not None}}
+    task_args["mix"] = tuple(task_args["mix"])
+    hierarchy_task(**task_args)  # bad task options fail before any work
+    return task_args
+
+
+def predict_command(args) -> int:
+    """``ctxlab predict``: the predicted ladder with onsets; with ``--train`` also the run, measured beside it."""
+    from ctxlab.plots import prediction_figure
+
+    figure_path = Path(args.out) / "prediction.png"
+    check_before_training(args.device, figure_path, args.json)
+    task_args = task_options(args)
+    task = hierarchy_task(**task_args)
+    lr = args.lr if args.lr is not None else default_lr(task.seq_len)
+    hidden = args.hidden if args.hidden is not None else 4 * args.width
+    start = time.perf_counter()
+    prediction = predict_staircase(task, args.gammas, list(range(args.seeds)), lr=lr, d=args.width, hidden=hidden,
+                                   progress=not args.no_progress)
+    print(f"predicted in {time.perf_counter() - start:.1f} s (no training)")
+    result = None
+    if args.train:
+        result = staircase(args.gammas, list(range(args.seeds)), steps=args.steps or training_steps(prediction),
+                           lr=lr, device=args.device, profile=args.profile, progress=not args.no_progress, task=task,
+                           d=args.width, hidden=hidden, on_divergence="record")
+        print(f"trained {len(result.gammas)} models in {result.seconds:.1f} s")
+    print(compare(prediction, result))
+    save_outputs(prediction_figure(prediction, result), figure_path, prediction_json(prediction, result), args.json)
+    return 0 if result is None else report_divergence("predict", result.trajectory, "--lr")

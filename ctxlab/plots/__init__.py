@@ -36,6 +36,8 @@ from ctxlab.plots.signatures import (
 from ctxlab.plots.staircase import (
     ROLE_COLORS,
     embedding_pca_grid,
+    draw_ladder,
+    onset_ticks,
     phase_map_figure,
     prediction_figure,
     rung_curves,
@@ -107,6 +109,8 @@ __all__ = [
     "order_color",
     "order_levels",
     "permutation_histograms",
+    "draw_ladder",
+    "onset_ticks",
     "phase_map_figure",
     "prediction_figure",
     "plateau_race_figure",

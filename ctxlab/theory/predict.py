@@ -27,73 +27,25 @@ for later orders the coarse level where the new token says only which side of th
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
 from ctxlab.dataset import Dataset
-from ctxlab.models import EmbMLP, _first_layer, ensemble_grid, make_model
+from ctxlab.models import EmbMLP, ensemble_grid, make_model
 from ctxlab.rungs import measure_rungs
-from ctxlab.signatures import conditional_entropy, plateau_levels
-from ctxlab.theory.first_stair import SLOPE_AT_ZERO
-from ctxlab.train import cross_entropy, progress_bar
+from ctxlab.signatures import plateau_levels
+from ctxlab.theory.plateaus import (conditional_rows, hidden_state, mode_level, model_weights, prefix_data,
+                                    rank_one_level, relax, small_init_path, tied_pattern)
 from ctxlab.validate import integer, number
 
-CURVATURE_AT_ZERO = math.sqrt(2 / math.pi)  # σ''(0) of GELU: u Φ(u) = u/2 + u²/√(2π) + O(u⁴)
 HALFWAY = 1 - 1 / math.sqrt(2)  # a quadratic loss is halfway down when its mode is at this share of its end size
-MAX_STEPS = 100_000  # a reduced flow gives up after this many steps (no stair within reach)
-SETTLE_STEPS = 200  # steps a restricted flow runs on once within 1e-3 of its level: its drive has stopped changing
 
 
 def gelu_slope(u: Tensor) -> Tensor:
     """σ'(u) of the exact (erf) GELU, Φ(u) + u φ(u): what the hidden layer passes back at u."""
     return torch.special.ndtr(u) + u * torch.exp(-u * u / 2) / math.sqrt(2 * math.pi)
-
-
-def conditional_rows(data: Dataset, positions: Sequence[int]) -> Tensor:
-    """P(y | x_positions) for every row of ``data``: [N, C] in float64 (the uniform label at no positions)."""
-    w, Y = data.weights.double(), data.targets().double()
-    key = torch.zeros(data.n, dtype=torch.long)
-    for i in positions:
-        key = key * data.vocab_size + data.x[:, i]
-    _, cell = torch.unique(key, return_inverse=True)
-    mass = torch.zeros(int(cell.max()) + 1, dtype=torch.float64).index_add_(0, cell, w)
-    total = torch.zeros(len(mass), data.n_labels, dtype=torch.float64).index_add_(0, cell, w[:, None] * Y)
-    return (total / mass.clamp_min(1e-300)[:, None])[cell]
-
-
-def prefix_data(data: Dataset, k: int) -> Dataset:
-    """The population seen by a network that reads only x_0 .. x_{k-1}: one row per prefix, its weight
-    summed and its label distribution averaged (the later positions keep the first row's tokens, unread).
-    Exact for every restricted loss and drive, and far fewer rows."""
-    key = torch.zeros(data.n, dtype=torch.long)
-    for i in range(k):
-        key = key * data.vocab_size + data.x[:, i]
-    _, cell = torch.unique(key, return_inverse=True)
-    n = int(cell.max()) + 1
-    w = data.weights.double()
-    mass = torch.zeros(n, dtype=torch.float64).index_add_(0, cell, w)
-    y = torch.zeros(n, data.n_labels, dtype=torch.float64).index_add_(0, cell, w[:, None] * data.targets().double())
-    first = torch.full((n,), data.n, dtype=torch.long).scatter_reduce_(0, cell, torch.arange(data.n), "amin")
-    return Dataset(data.x[first], (y / mass[:, None]).float(), data.vocab_size, data.n_labels, (mass / mass.sum()).float())
-
-
-def _weights(model: EmbMLP) -> tuple[Tensor, Tensor, Tensor]:
-    """(E [K, V, d], W1 [K, L, d, h], W2 [K, h, C]) in float64."""
-    K, L, d = model.n_models, model.seq_len, model.d
-    return (model.embedding.detach().double(), model.w1.detach().double().reshape(K, L, d, -1),
-            model.w2.detach().double())
-
-
-def hidden_state(E: Tensor, W1: Tensor, x: Tensor, positions: Sequence[int]) -> Tensor:
-    """u_c = Σ_{i in positions} E[x_i] W1_i for every row: [K, N, h] (the other positions left out),
-    computed as the model computes its first layer (one matmul over the stacked per-position tables)."""
-    K, L, d, h = W1.shape
-    keep = torch.zeros(L, dtype=E.dtype)
-    keep[list(positions)] = 1
-    return _first_layer(x, E, (W1 * keep[None, :, None, None]).reshape(K, L * d, h))
 
 
 def stair_drive(model: EmbMLP, data: Dataset, position: int, residual: Tensor | None = None) -> Tensor:
@@ -106,7 +58,7 @@ def stair_drive(model: EmbMLP, data: Dataset, position: int, residual: Tensor | 
     """
     if model.activation != "gelu" or model.layernorm:
         raise ValueError("the next-stair drive is derived for GELU without LayerNorm")
-    return drive(*_weights(model), data, position, residual)
+    return drive(*model_weights(model), data, position, residual)
 
 
 def drive(E: Tensor, W1: Tensor, W2: Tensor, data: Dataset, position: int, residual: Tensor | None = None) -> Tensor:
@@ -131,14 +83,14 @@ def next_stair_velocity(model: EmbMLP, data: Dataset, position: int) -> Tensor:
     with torch.no_grad():
         probs = torch.softmax(model(data.x), dim=-1).double()
     M = stair_drive(model, data, position, data.targets().double()[None] - probs)
-    return M @ _weights(model)[1][:, position].transpose(1, 2)
+    return M @ model_weights(model)[1][:, position].transpose(1, 2)
 
 
 def anchor_share(model: EmbMLP, data: Dataset, position: int) -> Tensor:
     """‖δ‖ / ‖u_c‖ per model [K]: the hidden contribution of the tokens at ``position`` and after, relative to
     that of the context before it (row norms averaged): how far :func:`next_stair_velocity`'s u(x) ≈ u_c is
     stretched."""
-    E, W1, _ = _weights(model)
+    E, W1, _ = model_weights(model)
     late = hidden_state(E, W1, data.x, range(position, data.seq_len)).norm(dim=-1).mean(-1)
     return late / hidden_state(E, W1, data.x, range(position)).norm(dim=-1).mean(-1)
 
@@ -175,140 +127,9 @@ def growing_size(E0: Tensor, W1_0: Tensor, mode: Mode) -> Tensor:
     return ((alpha + beta) ** 2).sum(-1) / 4
 
 
-def restricted_loss(E: Tensor, W1: Tensor, W2: Tensor, data: Dataset, positions: Sequence[int]) -> Tensor:
-    """The GELU network's loss [K] with only ``positions`` contributing to the hidden layer."""
-    u = hidden_state(E, W1, data.x, positions)
-    return cross_entropy(torch.nn.functional.gelu(u) @ W2, data)
-
-
 def mode_size(E: Tensor, W1: Tensor, position: int, mode: Mode) -> Tensor:
     """a^T E W1_position b [K]: how far the product of the two factors has grown along the mode."""
     return torch.einsum("kv,kvd,kdh,kh->k", mode.tokens, E, W1[:, position], mode.hidden)
-
-
-def relax(E: Tensor, W1: Tensor, W2: Tensor, data: Dataset, positions, level: float, lr: float,
-          settle: int = SETTLE_STEPS, max_steps: int = MAX_STEPS) -> tuple[Tensor, Tensor, Tensor]:
-    """Plain GD on the network restricted to ``positions``; each model stops ``settle`` steps after it has come
-    within 1e-3 of ``level``: the plateau state the flow rests in (the later positions, still at init size,
-    are left out; a model that stopped does not run on to the next level while the others catch up)."""
-    E, W1, W2 = (t.clone().float().requires_grad_(True) for t in (E, W1, W2))
-    remaining = torch.full((E.shape[0],), -1)
-    for _ in range(max_steps):
-        loss = restricted_loss(E, W1, W2, data, positions)
-        remaining = torch.where((remaining < 0) & (loss.detach() - level < 1e-3), settle, remaining)
-        if bool((remaining == 0).all()):
-            break
-        moving = (remaining != 0).float()
-        remaining = torch.where(remaining > 0, remaining - 1, remaining)
-        grads = torch.autograd.grad(loss.sum(), (E, W1, W2))
-        with torch.no_grad():
-            for p, g in zip((E, W1, W2), grads):
-                p -= lr * moving.reshape(-1, *[1] * (p.ndim - 1)) * g
-    return tuple(t.detach().double() for t in (E, W1, W2))
-
-
-def small_init_path(model: EmbMLP, data: Dataset, lr: float, level: float, max_steps: int = MAX_STEPS,
-                    progress: bool | None = None) -> tuple[Tensor, tuple[Tensor, Tensor, Tensor]]:
-    """The first stair: plain GD from the model's init on the key-only network with GELU expanded to second
-    order at small init, z = (σ'(0) u + σ''(0) u² / 2) W2 with u = E[x_0] W1_0, until every model has come
-    within 1e-3 of ``level`` (H1) and run on for ``SETTLE_STEPS``. Returns the loss curve [K, T] and the weights.
-
-    The σ'(0) term alone is the three-factor linear path of lesson 05; σ''(0) couples the n - 1 modes of an
-    order-1 signature over Z_n, which are degenerate, so that the second follows the first sooner.
-    """
-    data = prefix_data(data, 1)
-    E, W1, W2 = (p.detach().double() for p in (model.embedding, model.w1, model.w2))
-    K, L, d = model.n_models, model.seq_len, model.d
-    W1 = W1.reshape(K, L, d, -1)
-    params = [E.clone().requires_grad_(True), W1[:, 0].clone().requires_grad_(True), W2.clone().requires_grad_(True)]
-    losses, remaining = [], None
-    bar = progress_bar(max_steps, "first stair", progress)
-    for _ in range(max_steps):
-        u = hidden_state(params[0], params[1][:, None], data.x[:, :1], [0])
-        loss = cross_entropy((SLOPE_AT_ZERO["gelu"] * u + CURVATURE_AT_ZERO * u * u / 2) @ params[2], data)
-        losses.append(loss.detach())
-        if remaining is None and bool((loss - level < 1e-3).all()):
-            remaining = SETTLE_STEPS
-        if remaining is not None:
-            if remaining == 0:
-                break
-            remaining -= 1
-        grads = torch.autograd.grad(loss.sum(), params)
-        with torch.no_grad():
-            for p, g in zip(params, grads):
-                p -= lr * g
-        bar.update(1)
-    bar.close()
-    W1 = W1.clone()
-    W1[:, 0] = params[1].detach()
-    return torch.stack(losses, 1), (params[0].detach(), W1, params[2].detach())
-
-
-def rank_one_level(data: Dataset, position: int = 0, restarts: int = 8, steps: int = 400) -> float:
-    """The best loss of an order-1 model of ``position`` whose logit map has rank 1 (a b^T, a over tokens,
-    b over labels): where the first of n - 1 degenerate order-1 modes leaves the loss."""
-    V, C = data.vocab_size, data.n_labels
-    gen = torch.Generator().manual_seed(0)
-    a = torch.randn(restarts, V, 1, generator=gen, dtype=torch.float64).requires_grad_(True)
-    b = torch.randn(restarts, 1, C, generator=gen, dtype=torch.float64).requires_grad_(True)
-    one_hot = torch.nn.functional.one_hot(data.x[:, position], V).double()
-    opt = torch.optim.LBFGS([a, b], max_iter=steps, line_search_fn="strong_wolfe")
-
-    def closure():
-        opt.zero_grad()
-        loss = cross_entropy(one_hot @ (a @ b), data).sum()
-        loss.backward()
-        return loss
-
-    opt.step(closure)
-    with torch.no_grad():
-        return float(cross_entropy(one_hot @ (a @ b), data).min())
-
-
-def tied_pattern(pattern: Tensor, tokens: Tensor, tie: float = 0.1) -> Tensor:
-    """``pattern`` [V] with the values of ``tokens`` that lie within ``tie`` of their range of each other merged
-    into their mean: a mode's token pattern is two- or three-valued by the task's symmetry, and the run's
-    last digits should not let a rank-1 model tell apart tokens that the mode does not."""
-    values, order = pattern[tokens].sort()
-    gap = tie * float(values[-1] - values[0])
-    group = torch.cat([torch.zeros(1, dtype=torch.long), (values.diff() > gap).long().cumsum(0)])
-    means = torch.zeros(int(group.max()) + 1, dtype=pattern.dtype).index_add_(0, group, values)
-    means /= torch.bincount(group).to(pattern.dtype)
-    out = pattern.clone()
-    out[tokens[order]] = means[group]
-    return out
-
-
-def mode_level(data: Dataset, position: int, pattern: Tensor, steps: int = 200) -> tuple[float, Tensor]:
-    """The best loss once one mode of order ``position + 1`` is learned: logits z_0(c) + a(t) b(c) for every
-    context c = x_0 .. x_{position-1} and token t at ``position``, with a = ``pattern`` [V] fixed and z_0, b
-    free (convex, solved by L-BFGS). A two-valued pattern gives the coarse level H(Y | c, [side of t]).
-    Returns the level and that model's predictions on ``prefix_data(data, position + 1)``, rows [N, C]."""
-    seen = prefix_data(data, position + 1)
-    key = torch.zeros(seen.n, dtype=torch.long)
-    for i in range(position):
-        key = key * data.vocab_size + seen.x[:, i]
-    _, context = torch.unique(key, return_inverse=True)
-    n = int(context.max()) + 1
-    a = pattern.double()[seen.x[:, position]]  # [N]
-    z0 = torch.zeros(n, data.n_labels, dtype=torch.float64, requires_grad=True)
-    b = torch.zeros(n, data.n_labels, dtype=torch.float64, requires_grad=True)
-    y, w = seen.targets().double(), seen.weights.double()
-    opt = torch.optim.LBFGS([z0, b], max_iter=steps, tolerance_grad=1e-12, tolerance_change=1e-14,
-                            line_search_fn="strong_wolfe")
-
-    def loss():
-        return -((torch.log_softmax(z0[context] + a[:, None] * b[context], -1) * y).sum(-1) * w).sum()
-
-    def closure():
-        opt.zero_grad()
-        value = loss()
-        value.backward()
-        return value
-
-    opt.step(closure)
-    with torch.no_grad():
-        return float(loss()), torch.softmax(z0[context] + a[:, None] * b[context], -1)
 
 
 def quadratic_drop(t: Tensor, onset: float, rate: float, depth: float) -> Tensor:
@@ -374,6 +195,28 @@ def _order_name(k: int) -> str:
     return "H(Y)" if k == 0 else f"H(Y | {', '.join(f'x{i}' for i in range(1, k + 1))})"
 
 
+def _predicted_curves(path: Tensor, drops: list, onsets: list[Tensor], rungs: list[tuple], steps: int | None):
+    """The predicted loss [K, T] (the first stair's path, then one quadratic drop per later mode) and the
+    predicted rungs, each with its onset and the dwell read from that curve as a run's would be."""
+    K = path.shape[0]
+    last = float(torch.stack(onsets).nan_to_num(0).max())
+    T = int(steps) if steps is not None else max(1000, -(-int(1.33 * last + 300) // 100) * 100)
+    t = torch.arange(T + 1, dtype=torch.float64)
+    curves = path[:, -1:].expand(K, T + 1).clone()
+    curves[:, : min(path.shape[1], T + 1)] = path[:, : T + 1]
+    for onset, rate, depth in drops:
+        for m in range(K):
+            curves[m] -= quadratic_drop(t, float(onset[m]), float(rate[m]), depth)
+    ladder = [r[1] for r in rungs]
+    reads = [measure_rungs(t, curves[m], ladder) for m in range(K)]
+    out = []
+    for j, (name, level, order, sub) in enumerate(rungs):
+        dwell = torch.tensor([reads[m].rungs[j].dwell for m in range(K)])
+        onset = torch.where(onsets[j].isnan(), torch.tensor(-1.0, dtype=torch.float64), onsets[j].round())
+        out.append(PredictedRung(name, level, order, sub, onset.long(), dwell))
+    return t, curves, out
+
+
 def predict_staircase(task, gammas=(1.0,), seeds=(0,), lr: float = 1.0, d: int = 32, hidden: int = 128,
                       steps: int | None = None, progress: bool | None = None) -> StaircasePrediction:
     """Predict, without training the network, every level the loss of Emb-MLP (GELU, no biases, full-batch
@@ -393,7 +236,7 @@ def predict_staircase(task, gammas=(1.0,), seeds=(0,), lr: float = 1.0, d: int =
     g, s = ensemble_grid(gammas, seeds)
     model = make_model("mlp", task, gamma=g, seed=s, d=integer(d, "d"), hidden=integer(hidden, "hidden"))
     K, L, C = len(g), data.seq_len, data.n_labels
-    E0, W1_0, _ = _weights(model)
+    E0, W1_0, _ = model_weights(model)
     two_modes = C > 2  # over Z_n, n >= 3: the strongest mode first (a sub-level), the others together
     block = task.info["block"]
 
@@ -439,19 +282,5 @@ def predict_staircase(task, gammas=(1.0,), seeds=(0,), lr: float = 1.0, d: int =
             stairs.append({"order": k, "mode": i + 1, "rate": rate, "start": start, "halfway_size": halfway})
             clock = onset  # the weaker mode grows once the stronger one is in
 
-    last = float(torch.stack(onsets).nan_to_num(0).max())
-    T = int(steps) if steps is not None else max(1000, -(-int(1.33 * last + 300) // 100) * 100)
-    t = torch.arange(T + 1, dtype=torch.float64)
-    curves = path[:, -1:].expand(K, T + 1).clone()
-    curves[:, : min(path.shape[1], T + 1)] = path[:, : T + 1]
-    for onset, rate, depth in drops:
-        for m in range(K):
-            curves[m] -= quadratic_drop(t, float(onset[m]), float(rate[m]), depth)
-    ladder = [r[1] for r in rungs]
-    reads = [measure_rungs(t, curves[m], ladder) for m in range(K)]
-    out = []
-    for j, (name, level, order, sub) in enumerate(rungs):
-        dwell = torch.tensor([reads[m].rungs[j].dwell for m in range(K)])
-        onset = torch.where(onsets[j].isnan(), torch.tensor(-1.0, dtype=torch.float64), onsets[j].round())
-        out.append(PredictedRung(name, level, order, sub, onset.long(), dwell))
+    t, curves, out = _predicted_curves(path, drops, onsets, rungs, steps)
     return StaircasePrediction(task, g, s, float(lr), d, hidden, out, t.long(), curves, stairs)
