@@ -420,6 +420,7 @@ plt.show()
 #   sub-level, H(Y | x1, [A(x2) = 0]), that the ladder of lesson 01 does not list), then *which*:
 #   *whether* is the strongest mode of M, because it sharpens the label the key already predicts.
 #
-# **Next.** Open `exercises/06_next_stair.ipynb`: compute the residual yourself, then predict which
+# **Next.** Lesson 17 turns this lesson's growth rates into a forecast of the whole staircase,
+# made before training and then checked. Open `exercises/06_next_stair.ipynb`: compute the residual yourself, then predict which
 # position pairs separate next on tasks you have not seen. Lesson 07 asks the same question for
 # self-attention, where the pair residual is what finally makes attention move.
