@@ -103,7 +103,7 @@ def rest_on(net: RestrictedNet, data: Dataset, level: float, lr: float, settle: 
         nonlocal remaining
         if loss is None:
             return True
-        losses.append(loss.detach().double())
+        losses.append(loss.detach().tolist())  # plain numbers: a kept tensor would hold on to its step's memory
         remaining = torch.where((remaining < 0) & (loss.detach() - level < 1e-3), settle, remaining)
         optimizer.frozen = remaining == 0
         done = bool((remaining == 0).all())
@@ -112,7 +112,7 @@ def rest_on(net: RestrictedNet, data: Dataset, level: float, lr: float, settle: 
 
     descend(net, optimizer, max_steps, lambda step: cross_entropy(net(data.x), data), observe,
             progress_bar(max_steps, desc, progress))
-    return torch.stack(losses, 1)
+    return torch.tensor(losses, dtype=torch.float64).T
 
 
 def relax(E: Tensor, W1: Tensor, W2: Tensor, data: Dataset, positions, level: float, lr: float) -> tuple[Tensor, Tensor, Tensor]:
