@@ -22,32 +22,32 @@ MAX_STEPS = 100_000  # a restricted network gives up after this many steps (no l
 SETTLE_STEPS = 200  # steps a restricted network runs on once within 1e-3 of its level: its drive has stopped changing
 
 
-def conditional_rows(data: Dataset, positions: Sequence[int]) -> Tensor:
-    """P(y | x_positions) for every row of ``data``: [N, C] in float64 (the uniform label at no positions)."""
-    w, Y = data.weights.double(), data.targets().double()
+def label_cells(data: Dataset, positions: Sequence[int]) -> tuple[Tensor, Tensor, Tensor]:
+    """Group the rows by their tokens at ``positions``: each row's cell [N], each cell's mass [n] and its mean
+    label distribution P(y | x_positions) [n, C] (float64)."""
     key = torch.zeros(data.n, dtype=torch.long)
     for i in positions:
         key = key * data.vocab_size + data.x[:, i]
     _, cell = torch.unique(key, return_inverse=True)
+    w = data.weights.double()
     mass = torch.zeros(int(cell.max()) + 1, dtype=torch.float64).index_add_(0, cell, w)
-    total = torch.zeros(len(mass), data.n_labels, dtype=torch.float64).index_add_(0, cell, w[:, None] * Y)
-    return (total / mass.clamp_min(1e-300)[:, None])[cell]
+    total = torch.zeros(len(mass), data.n_labels, dtype=torch.float64).index_add_(0, cell, w[:, None] * data.targets().double())
+    return cell, mass, total / mass.clamp_min(1e-300)[:, None]
+
+
+def conditional_rows(data: Dataset, positions: Sequence[int]) -> Tensor:
+    """P(y | x_positions) for every row of ``data``: [N, C] in float64 (the label marginal at no positions)."""
+    cell, _, mean = label_cells(data, positions)
+    return mean[cell]
 
 
 def prefix_data(data: Dataset, k: int) -> Dataset:
     """The population seen by a network that reads only x_0 .. x_{k-1}: one row per prefix, its weight
     summed and its label distribution averaged (the later positions keep the first row's tokens, unread).
     Exact for every restricted loss and drive, and far fewer rows."""
-    key = torch.zeros(data.n, dtype=torch.long)
-    for i in range(k):
-        key = key * data.vocab_size + data.x[:, i]
-    _, cell = torch.unique(key, return_inverse=True)
-    n = int(cell.max()) + 1
-    w = data.weights.double()
-    mass = torch.zeros(n, dtype=torch.float64).index_add_(0, cell, w)
-    y = torch.zeros(n, data.n_labels, dtype=torch.float64).index_add_(0, cell, w[:, None] * data.targets().double())
-    first = torch.full((n,), data.n, dtype=torch.long).scatter_reduce_(0, cell, torch.arange(data.n), "amin")
-    return Dataset(data.x[first], (y / mass[:, None]).float(), data.vocab_size, data.n_labels, (mass / mass.sum()).float())
+    cell, mass, mean = label_cells(data, range(k))
+    first = torch.full((len(mass),), data.n, dtype=torch.long).scatter_reduce_(0, cell, torch.arange(data.n), "amin")
+    return Dataset(data.x[first], mean.float(), data.vocab_size, data.n_labels, (mass / mass.sum()).float())
 
 
 def model_weights(model: EmbMLP) -> tuple[Tensor, Tensor, Tensor]:
@@ -178,11 +178,8 @@ def mode_level(data: Dataset, position: int, pattern: Tensor, steps: int = 200) 
     free (convex, solved by L-BFGS). A two-valued pattern gives the coarse level H(Y | c, [side of t]).
     Returns the level and that model's predictions on ``prefix_data(data, position + 1)``, rows [N, C]."""
     seen = prefix_data(data, position + 1)
-    key = torch.zeros(seen.n, dtype=torch.long)
-    for i in range(position):
-        key = key * data.vocab_size + seen.x[:, i]
-    _, context = torch.unique(key, return_inverse=True)
-    n = int(context.max()) + 1
+    context, mass, _ = label_cells(seen, range(position))
+    n = len(mass)
     a = pattern.double()[seen.x[:, position]]  # [N]
     z0 = torch.zeros(n, data.n_labels, dtype=torch.float64, requires_grad=True)
     b = torch.zeros(n, data.n_labels, dtype=torch.float64, requires_grad=True)
