@@ -1,18 +1,27 @@
-"""How close the CPU path runs to this machine's own matmul peak, batched and under a competing load.
+"""How close the CPU path runs to this machine's own matmul peak, change by change, batched and under load.
 
-    python benchmarks/cpu_efficiency.py [--steps 1000] [--json OUT.json]
+    python benchmarks/cpu_efficiency.py [--steps 4000] [--json OUT.json]
 
-Four measurements, each printed as a table row:
+What it prints, each as a table:
 
 1. **peak**: fp32 matmul FLOP/s of this machine (2048 x 2048 products) with 1 and 2 threads;
-2. **achieved**: the model FLOP/s of `ctxlab staircase`'s training (quick profile, 9 models) and of the
-   GPT's quick profile, counted by torch's FlopCounterMode for one step and divided by the measured
-   time per step; the ratio to the peak at the same thread count;
-3. **ensemble**: the 9 staircase models in one batched ensemble against the same 9 trained one after another;
-4. **threads under load**: `ctxlab staircase --steps N --gammas 1.0 --seeds 3` as a fresh process with
+2. **changes**: `ctxlab staircase`'s training (quick profile, the 9 models, ``--steps`` full-batch GD
+   steps) in a fresh process per change and thread count: autograd's generic path (the reference loop),
+   the same with freed memory kept for reuse (``ctxlab.cpu.keep_freed_memory``), the written-out step
+   (``ctxlab.mlp_step``) with and without it. Per row: seconds per step; the FLOPs torch counts for the
+   row's own step (FlopCounterMode: matmuls only, so a gather counts nothing); **work rate** = the
+   reference step's counted FLOPs over the row's seconds per step, and its share of the same-thread
+   peak (the written-out step does the same model's work with fewer multiplications, so its own
+   counted rate would understate it); max |loss - reference loss| over the run, for the models at
+   gamma >= 1 and, apart, for gamma = 0.5, whose runs at lr 1 sit at the edge of stability: the
+   reference with a 1e-6 init jitter (``CTXLAB_INIT_JITTER``) shows how far a last-bit change alone
+   moves them;
+3. **gpt**: the GPT's quick-profile step, counted the same way;
+4. **ensemble**: the 9 staircase models in one batched ensemble against the same 9 one after another;
+5. **threads under load**: `ctxlab staircase --steps N --gammas 1.0 --seeds 3` as a fresh process with
    2 threads, 1 thread and 2 threads with OMP_WAIT_POLICY=PASSIVE, on an idle machine and with one core
-   kept busy by a spinning process (Binder and Colab share their CPUs). The course's default (set in
-   `ctxlab/__init__.py` for processes that import ctxlab before torch) is chosen from this table.
+   kept busy by a spinning process (Binder and Colab share their CPUs): the table behind
+   ``ctxlab.cpu.course_threads``.
 
 Run it on an otherwise idle machine; the numbers are this machine's, not a target.
 """
@@ -27,9 +36,11 @@ import sys
 import tempfile
 import time
 
+import ctxlab  # noqa: F401  (before torch, as the course's command and notebooks: its OpenMP wait policy)
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
+from ctxlab.env import JITTER_VARIABLE
 from ctxlab.experiments import HEADLINE_TASK, LM_PROFILES, STAIRCASE_PROFILES
 from ctxlab.models import ensemble_grid, make_model
 from ctxlab.tasks import hierarchy_task
@@ -68,19 +79,72 @@ def step_flops(loss_fn) -> int:
     return counter.get_total_flops()
 
 
-def staircase_achieved(threads: int, steps: int) -> dict:
-    torch.set_num_threads(threads)
+CHANGES = {  # name: (written-out step, freed memory kept, 1e-6 init jitter)
+    "autograd (reference)": (False, False, False),
+    "+ freed memory kept": (False, True, False),
+    "written-out step": (True, False, False),
+    "written-out + memory kept": (True, True, False),
+    "reference, 1e-6 init jitter": (False, False, True),  # how far a last-bit change alone moves each curve
+}
+REFERENCE = "autograd (reference)"
+
+
+def staircase_change(change: str, threads: int, steps: int) -> dict:
+    """One change's training run in this process (a fresh one: the allocator setting cannot be undone)."""
+    written_out = CHANGES[change][0]
     task, model = staircase_models()
-    flops = step_flops(lambda: cross_entropy(model(task.population.x), task.population))
-    seconds = _seconds(lambda: train(model, task.population, steps, record_every=5, progress=False))
-    return {"flops_per_step": flops, "seconds_per_step": seconds / steps, "flops_per_second": flops * steps / seconds}
+    model.written_out = written_out
+    counted = step_flops(lambda: cross_entropy(model(task.population.x), task.population))
+    model.written_out = False
+    reference = step_flops(lambda: cross_entropy(model(task.population.x), task.population))
+    model.written_out = written_out
+    start = time.perf_counter()
+    traj = train(model, task.population, steps, record_every=5, progress=False)
+    seconds = time.perf_counter() - start
+    assert torch.get_num_threads() == threads, "the course's thread choice overrode the benchmark's"
+    return {"counted_flops": counted, "reference_flops": reference, "seconds_per_step": seconds / steps,
+            "loss": traj.loss.tolist()}
+
+
+def run_change(change: str, threads: int, steps: int) -> dict:
+    """:func:`staircase_change` in a fresh process with ``threads`` threads."""
+    _, keep, jitter = CHANGES[change]
+    env = {**{k: v for k, v in os.environ.items() if k != JITTER_VARIABLE}, "CTXLAB_THREADS": str(threads),
+           "CTXLAB_KEEP_FREED_MEMORY": "1" if keep else "0", **({JITTER_VARIABLE: "1"} if jitter else {})}
+    with tempfile.TemporaryDirectory() as out:
+        path = os.path.join(out, "row.json")
+        subprocess.run([sys.executable, __file__, "--child", change, str(threads), str(steps), path], env=env, check=True)
+        with open(path) as f:
+            return json.load(f)
+
+
+def change_table(steps: int, peak: dict) -> dict:
+    """Every change at 1 and 2 threads, with its loss curves compared to the reference loop's on 1 thread."""
+    rows = {(change, t): run_change(change, t, steps) for change in CHANGES for t in (1, 2)
+            if t == 1 or not CHANGES[change][2]}
+    reference = torch.tensor(rows[REFERENCE, 1]["loss"])
+    gammas, _ = ensemble_grid(GAMMAS, SEEDS)
+    small = torch.tensor([g >= 1 for g in gammas])
+    print(f"{'change':<27}{'thr':>4}{'ms/step':>9}{'counted GFLOP/s':>17}{'work GFLOP/s':>14}{'% peak':>8}"
+          f"{'max|dloss| g>=1':>17}{'g=0.5':>9}")
+    table = {}
+    for (change, t), row in rows.items():
+        diff = (torch.tensor(row["loss"]) - reference).abs()
+        work = row["reference_flops"] / row["seconds_per_step"]
+        entry = {**{k: v for k, v in row.items() if k != "loss"}, "work_flops_per_second": work,
+                 "share_of_peak": work / peak[t], "max_dloss_gamma_ge_1": float(diff[small].max()),
+                 "max_dloss_gamma_05": float(diff[~small].max())}
+        table[f"{change}, {t} thread(s)"] = entry
+        print(f"{change:<27}{t:>4}{row['seconds_per_step'] * 1e3:>9.2f}{row['counted_flops'] / row['seconds_per_step'] / 1e9:>17.2f}"
+              f"{work / 1e9:>14.2f}{100 * entry['share_of_peak']:>7.1f}%{entry['max_dloss_gamma_ge_1']:>17.1e}"
+              f"{entry['max_dloss_gamma_05']:>9.1e}")
+    return table
 
 
 def gpt_achieved(threads: int, steps: int) -> dict:
     """The GPT's quick-profile step on random character-sized tokens (the data do not change the FLOPs)."""
     from ctxlab.lm import TinyGPT, train_lm
 
-    torch.set_num_threads(threads)
     cfg = LM_PROFILES["quick"]
     vocab = 65  # the shipped text's character vocabulary is about this size
     tokens = torch.randint(0, vocab, (200_000,), generator=torch.Generator().manual_seed(0))
@@ -94,7 +158,6 @@ def gpt_achieved(threads: int, steps: int) -> dict:
 
 
 def ensemble_speedup(threads: int, steps: int) -> dict:
-    torch.set_num_threads(threads)
     task, model = staircase_models()
     batched = _seconds(lambda: train(model, task.population, steps, record_every=5, progress=False))
     start = time.perf_counter()
@@ -109,12 +172,14 @@ THREAD_SETTINGS = {
     "2 threads": {"OMP_NUM_THREADS": "2", "OMP_WAIT_POLICY": "ACTIVE"},
     "1 thread": {"OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "ACTIVE"},
     "2 threads, PASSIVE": {"OMP_NUM_THREADS": "2", "OMP_WAIT_POLICY": "PASSIVE"},
+    "course default": {},  # ctxlab.cpu's choice (run last: the first fresh process pays for cold caches)
 }
 
 
 def command_seconds(env_overrides: dict, steps: int) -> float:
     with tempfile.TemporaryDirectory() as out:
-        env = {**os.environ, **env_overrides}
+        chosen = ("CTXLAB_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OMP_WAIT_POLICY")
+        env = {**{k: v for k, v in os.environ.items() if k not in chosen}, **env_overrides}
         start = time.perf_counter()
         subprocess.run([sys.executable, "-m", "ctxlab.cli", "staircase", "--steps", str(steps), "--gammas", "1.0",
                         "--seeds", "3", "--no-progress", "--out", out], env=env, check=True, stdout=subprocess.DEVNULL)
@@ -136,30 +201,47 @@ def threads_under_load(steps: int) -> dict:
     return table
 
 
+def use_threads(threads: int) -> None:
+    """This process's thread count, pinned so that the course's own choice (``ctxlab.cpu``) keeps it."""
+    os.environ["CTXLAB_THREADS"] = str(threads)
+    torch.set_num_threads(threads)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=1000, help="training steps per timed run (default 1000)")
+    parser.add_argument("--steps", type=int, default=4000, help="training steps per timed run (default 4000)")
     parser.add_argument("--json", help="also write the numbers to this JSON file")
+    parser.add_argument("--child", nargs=4, metavar=("CHANGE", "THREADS", "STEPS", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child:
+        change, threads, steps, out = args.child
+        use_threads(int(threads))
+        with open(out, "w") as f:
+            json.dump(staircase_change(change, int(threads), int(steps)), f)
+        return 0
     report: dict = {"torch": torch.__version__, "cpus": os.cpu_count()}
     report["peak"] = {t: matmul_peak(t) for t in (1, 2)}
     for t, flops in report["peak"].items():
         print(f"peak fp32 matmul, {t} thread(s): {flops / 1e9:7.1f} GFLOP/s")
-    for name, measure in (("staircase", staircase_achieved), ("gpt", gpt_achieved)):
-        report[name] = {t: measure(t, args.steps if name == "staircase" else max(20, args.steps // 10)) for t in (1, 2)}
-        for t, row in report[name].items():
-            print(f"{name:>9}, {t} thread(s): {row['flops_per_step'] / 1e6:8.1f} MFLOP/step, "
-                  f"{row['seconds_per_step'] * 1e3:6.1f} ms/step, {row['flops_per_second'] / 1e9:6.2f} GFLOP/s = "
-                  f"{100 * row['flops_per_second'] / report['peak'][t]:4.1f} % of peak")
-    report["ensemble"] = ensemble_speedup(2, max(100, args.steps // 4))
-    e = report["ensemble"]
-    print(f"9 staircase models, 2 threads: batched {e['batched_seconds']:.1f} s, one after another "
-          f"{e['one_by_one_seconds']:.1f} s: {e['speedup']:.1f}x")
-    report["threads"] = threads_under_load(args.steps)
-    print(f"`ctxlab staircase --steps {args.steps} --gammas 1.0 --seeds 3`, seconds:")
-    print(f"{'':>15}" + "".join(f"{name:>20}" for name in THREAD_SETTINGS))
+    print(f"staircase training, {args.steps} steps, 9 models, each row a fresh process:")
+    report["changes"] = change_table(args.steps, report["peak"])
+    report["gpt"] = {}
+    for t in (1, 2):
+        use_threads(t)
+        row = report["gpt"][t] = gpt_achieved(t, max(20, args.steps // 40))
+        print(f"gpt, {t} thread(s): {row['flops_per_step'] / 1e6:8.1f} MFLOP/step, {row['seconds_per_step'] * 1e3:6.1f} ms/step, "
+              f"{row['flops_per_second'] / 1e9:6.2f} GFLOP/s = {100 * row['flops_per_second'] / report['peak'][t]:4.1f} % of peak")
+    report["ensemble"] = {}
+    for t in (1, 2):
+        use_threads(t)
+        e = report["ensemble"][t] = ensemble_speedup(t, max(100, args.steps // 10))
+        print(f"9 staircase models, {t} thread(s): batched {e['batched_seconds']:.1f} s, one after another "
+              f"{e['one_by_one_seconds']:.1f} s: {e['speedup']:.1f}x")
+    report["threads"] = threads_under_load(max(100, args.steps // 4))
+    print(f"`ctxlab staircase --steps {max(100, args.steps // 4)} --gammas 1.0 --seeds 3`, seconds:")
+    print(f"{'':>15}" + "".join(f"{name:>22}" for name in THREAD_SETTINGS))
     for load, row in report["threads"].items():
-        print(f"{load:>15}" + "".join(f"{row[name]:>20.1f}" for name in THREAD_SETTINGS))
+        print(f"{load:>15}" + "".join(f"{row[name]:>22.1f}" for name in THREAD_SETTINGS))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=1)

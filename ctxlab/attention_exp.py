@@ -41,6 +41,23 @@ BAG_NAME = "H(Y | key, bag)"
 TOL = 0.02  # nats: "on a rung" and "ends on it"
 
 
+def partial_name(task: Task) -> str:
+    """The name of the level with every context position read but one, as the figures print it."""
+    n = task.seq_len - 1
+    return f"{n - 1} of {n} positions read"
+
+
+def side_levels(task: Task) -> list[tuple[str, float]]:
+    """(name, loss) of the levels off the ladder that a pointer task's loss rests on: the bag's floor
+    (the best loss of uniform attention) and, where there is one, the loss with every position read
+    but one (where the last stair pauses). Empty for a task that has neither."""
+    info = task.info
+    levels = [(BAG_NAME, float(info["bag_level"]))] if "bag_level" in info else []
+    if info.get("partial_levels"):
+        levels.append((partial_name(task), float(info["partial_levels"][-1])))
+    return levels
+
+
 def attention_model(task: Task, gamma, seed, uniform: bool = False, **overrides):
     """The course's attention model (``ATTENTION_MODEL``, any entry overridable) for ``task``;
     ``uniform=True``: the same model, attention frozen at 1/L."""
@@ -84,8 +101,12 @@ class AttentionResult:
 
     @property
     def partial_name(self) -> str:
-        n = self.task.seq_len - 1
-        return f"{n - 1} of {n} positions read"
+        return partial_name(self.task)
+
+    @property
+    def side_levels(self) -> list[tuple[str, float]]:
+        """The bag's floor and the partial-read level, named (:func:`side_levels`)."""
+        return side_levels(self.task)
 
     def flat_on_key_rung(self, k: int) -> float | None:
         """Run k: the largest |attention to the target - 1/L| while the loss is on H(Y | key)."""
@@ -130,8 +151,8 @@ class AttentionResult:
         """One row per (gamma, seed): what the acceptance reads (baseline and trained end above the last
         level, attention off 1/L on the key rung, attention at the end, largest rise)."""
         last = self.levels[-1]
-        head = (f"{'gamma':>5} {'seed':>4} {'uniform end-H2':>14} {'trained end-H2':>14} {'|a-1/L| on H1':>13} "
-                f"{'a at end':>8} {'max rise':>8}")
+        head = (f"{'gamma':>5} {'seed':>4} {'uniform: end - H(Y|key,x_p)':>27} {'learned: end - H(Y|key,x_p)':>27} "
+                f"{'|attn - 1/L| on H(Y|key)':>24} {'attn at end':>11} {'max rise':>8}")
         rows = [head]
         for k, (g, s) in enumerate(zip(self.gammas, self.seeds)):
             read, base = self.reads[k], self.baseline_reads[k]
@@ -140,9 +161,9 @@ class AttentionResult:
                             f"uniform at {_diverged(self.baseline, k)})")
                 continue
             flat = self.flat_on_key_rung(k)
-            rows.append(f"{g:>5g} {s:>4d} {base.final - last:>14.4f} {read.final - last:>14.4f} "
-                        f"{'never on H1' if flat is None else f'{flat:.4f}':>13} "
-                        f"{float(self.trained.extras['attention_to_target'][k, -1]):>8.3f} {read.rise:>8.4f}")
+            rows.append(f"{g:>5g} {s:>4d} {base.final - last:>27.4f} {read.final - last:>27.4f} "
+                        f"{'never on H(Y|key)' if flat is None else f'{flat:.4f}':>24} "
+                        f"{float(self.trained.extras['attention_to_target'][k, -1]):>11.3f} {read.rise:>8.4f}")
         return "\n".join(rows)
 
 

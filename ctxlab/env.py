@@ -102,11 +102,13 @@ def progress_enabled(progress: bool | None = None) -> bool:
 
 
 def doctor(file=None) -> dict:
-    """Print (and return) where the course runs: versions, device, profile and host."""
+    """Print (and return) where the course runs: versions, device, profile, host and CPU threads (settled
+    here as training would settle them: :func:`ctxlab.cpu.settle_threads`)."""
     import numpy as np
     import torch
 
     import ctxlab
+    from ctxlab.cpu import settle_threads
 
     host = "colab" if in_colab() else "binder" if in_binder() else "ci" if in_ci() else "local"
     report = {
@@ -117,6 +119,7 @@ def doctor(file=None) -> dict:
         "device": device().type,
         "profile": profile(),
         "host": host,
+        "threads": settle_threads(),
     }
     print("ctxlab doctor: " + ", ".join(f"{k}={v}" for k, v in report.items()), file=file)
     return report

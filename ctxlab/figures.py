@@ -262,7 +262,7 @@ def _fixed_codes(profile: str, device):
     return fixed_codes_curves(result), result.to_json()
 
 
-@register("14_fixed_codes_gpt", "14_fixed_codes", "In the small GPT on text, fixed codes skip the stop at the unigram model")
+@register("14_fixed_codes_gpt", "14_fixed_codes", "In the small GPT on text, fixed codes skip the learned table's short slow-down near the unigram model")
 def _fixed_codes_gpt(profile: str, device):
     from ctxlab.fixed_codes import gpt_codes_experiment
     from ctxlab.plots import gpt_codes_figure

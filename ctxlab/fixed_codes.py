@@ -8,20 +8,22 @@ without a table that moves:
   classroom stand-in for the paper's affine recoding: it decides which bit patterns a task's
   attributes line up with);
 * :func:`fixed_code_ensemble` trains learned tables and fixed codes side by side in one batched
-  Emb-MLP (through :func:`fix_tables`);
+  Emb-MLP (through :func:`fix_tables`), with the two controls that tell "the table cannot move"
+  from "the table is large": codes that train, and codes at the learned table's init size;
 * :func:`first_layer_rows` (:func:`first_layer_tokens` for a model) is where the token's structure
   can go once E cannot move: each token's row of its own position's first-layer table, E W1_l;
 * :func:`code_reach` says how much of a signature a linear read of the codes can express at all;
 * :func:`fixed_codes_experiment` runs the lesson's comparison and reads it rung by rung;
 * :func:`fix_tables` fixes the input table of chosen models of any ensemble, and
-  :func:`gpt_codes_experiment` makes the same swap in the small GPT of lesson 09, on text.
+  :func:`gpt_codes_experiment` makes the same swap (and the same two controls) in the small GPT of
+  lesson 09, on text.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -40,6 +42,9 @@ from ctxlab.transplant import freeze_embedding, transplant
 from ctxlab.validate import integer, number
 
 CONDITIONS = ("learned", "id codes", "shuffled codes")
+# the controls that tell "the table cannot move" from "the table is large": shuffled codes that train
+# from their ±1 start, and shuffled codes fixed at the learned table's init size d^(-γ)
+CONTROLS = ("shuffled codes, trainable", "shuffled codes × d^(−γ)")
 
 
 def code_width(vocab_size: int) -> int:
@@ -67,7 +72,8 @@ def binary_codes(vocab_size: int, d: int, signed: bool = True, shuffle_seed: int
 
 
 def fixed_code_ensemble(task: Task, tables: Mapping[str, Tensor | None], seeds: Sequence[int], gamma: float = 1.0,
-                        d: int = 32, hidden: int = 128) -> tuple[EmbMLP, list[str]]:
+                        d: int = 32, hidden: int = 128, trainable: Collection[str] = (),
+                        small: Collection[str] = ()) -> tuple[EmbMLP, list[str]]:
     """One Emb-MLP per (condition, seed): ``tables[name]`` is a fixed [V, d] table, or None for a learned one.
 
     Small init with a fixed table: the codes have unit entries, so the factor d^(-γ) that a learned
@@ -75,18 +81,31 @@ def fixed_code_ensemble(task: Task, tables: Mapping[str, Tensor | None], seeds: 
     pre-activations then start as small as the learned model's at the same γ. Every other weight is
     the fresh init of the model's own (γ, seed). Returns the ensemble and each model's condition
     name (condition-major).
+
+    Two controls tell "the table cannot move" from "the table is large" (each names conditions of
+    ``tables``): a ``trainable`` condition's table starts at its codes and then trains like a
+    learned one (W1 still carries d^(-γ)); a ``small`` condition's codes are multiplied by d^(-γ),
+    the learned table's init size, and its W1 keeps its own init.
     """
     seeds = [integer(s, "seeds") for s in seeds]
     if not tables or not seeds:
         raise ValueError("need at least one table (or None for a learned one) and one seed")
     number(gamma, "gamma", positive=True)
+    for role, chosen in (("trainable", trainable), ("small", small)):
+        if any(tables.get(name) is None for name in chosen):
+            raise ValueError(f"{role} must name conditions of tables that have a table, got {sorted(chosen)}")
     names = [name for name in tables for _ in seeds]
     model = make_model("mlp", task, d=d, hidden=hidden, gamma=gamma, seed=seeds * len(tables))
-    fixed = {k: tables[name] for k, name in enumerate(names) if tables[name] is not None}
-    fix_tables(model, fixed)
+    given = [k for k, name in enumerate(names) if tables[name] is not None]
+    start = {k: tables[names[k]] * (d ** -gamma if names[k] in small else 1.0) for k in given}
+    fixed = {k: table for k, table in start.items() if names[k] not in trainable}
+    if fixed:
+        fix_tables(model, fixed)
+    transplant(model, {k: table for k, table in start.items() if names[k] in trainable})
     with torch.no_grad():
-        for k in fixed:
-            model.w1[k] *= d ** (-gamma)
+        for k in given:
+            if names[k] not in small:
+                model.w1[k] *= d ** (-gamma)
     return model, names
 
 
@@ -207,17 +226,24 @@ class FixedCodesResult:
 
 def fixed_codes_experiment(gamma: float = 1.0, seeds: Sequence[int] = (0, 1, 2), steps: int = 1200, lr: float = 1.0,
                            d: int = 32, hidden: int = 128, record_every: int = 5, shuffle_seed: int = 0,
-                           device=None, progress: bool | None = None) -> FixedCodesResult:
+                           device=None, progress: bool | None = None,
+                           conditions: Sequence[str] = CONDITIONS) -> FixedCodesResult:
     """Learned table, codes of the ids and codes of shuffled ids on the headline task, in one batched run.
 
     The headline task and settings of :func:`ctxlab.experiments.staircase` (binary hierarchy task,
-    GELU, plain full-batch GD), at one γ.
+    GELU, plain full-batch GD), at one γ. ``conditions`` may also name the :data:`CONTROLS`.
     """
+    known = CONDITIONS + CONTROLS
+    if not conditions or any(name not in known for name in conditions):
+        raise ValueError(f"conditions must be drawn from {known}, got {list(conditions)}")
     task = hierarchy_task(block=HEADLINE_TASK["block"], n_values=HEADLINE_TASK["n_values"], mix=HEADLINE_TASK["mix"])
     V = task.vocab_size
-    tables = {"learned": None, "id codes": binary_codes(V, d),
-              "shuffled codes": binary_codes(V, d, shuffle_seed=shuffle_seed)}
-    model, names = fixed_code_ensemble(task, tables, seeds, gamma, d, hidden)
+    shuffled = binary_codes(V, d, shuffle_seed=shuffle_seed)
+    table_of = dict(zip(known, (None, binary_codes(V, d), shuffled, shuffled, shuffled)))
+    tables = {name: table_of[name] for name in conditions}
+    model, names = fixed_code_ensemble(task, tables, seeds, gamma, d, hidden,
+                                       trainable=[n for n in conditions if n == CONTROLS[0]],
+                                       small=[n for n in conditions if n == CONTROLS[1]])
     positions = token_positions(task.population)
     start = time.perf_counter()
     traj = train(model, task.population, steps, lr=lr, record_every=record_every, device=device, progress=progress,
@@ -236,6 +262,9 @@ def fixed_codes_experiment(gamma: float = 1.0, seeds: Sequence[int] = (0, 1, 2),
 # --- the small GPT on text ------------------------------------------------------------------------
 
 GPT_CONDITIONS = ("learned", "fixed codes")
+# the controls that tell "fixed" from "large": a table started at the ±1 codes that then trains, and
+# fixed codes at the learned table's init size d^(-γ)
+GPT_CONTROLS = ("learned, from codes", "fixed codes × d^(−γ)")
 
 
 @dataclass
@@ -271,7 +300,8 @@ class GPTCodesResult:
 
 def gpt_codes_experiment(seeds: Sequence[int] = (0, 1, 2), steps: int = 300, gamma: float = 1.0, context: int = 16,
                          d: int = 32, n_layers: int = 1, batch_size: int = 16, lr: float = 1e-2, records: int = 30,
-                         device=None, progress: bool | None = None, source: str = "shakespeare") -> GPTCodesResult:
+                         device=None, progress: bool | None = None, source: str = "shakespeare",
+                         conditions: Sequence[str] = GPT_CONDITIONS) -> GPTCodesResult:
     """The TinyGPT of lesson 09 on the shipped Shakespeare (or the UTF-8 file ``source`` names),
     characters, with a learned token table and
     with fixed ±1 codes of the ids (:func:`binary_codes`, tiled to d), same γ and seeds, one batched
@@ -279,6 +309,8 @@ def gpt_codes_experiment(seeds: Sequence[int] = (0, 1, 2), steps: int = 300, gam
 
     The codes enter the residual stream at full size (±1): unlike the Emb-MLP there is no single
     first layer to move a small-init factor into, since every block and the read-out read the stream.
+    So "fixed" and "32 times larger" come together; ``conditions`` may add :data:`GPT_CONTROLS`,
+    which separate them: a learned table started at the codes, and fixed codes times d^(-γ).
     """
     from ctxlab.experiments.gpt import text_data
     from ctxlab.learning_times import log_spaced_steps
@@ -288,16 +320,22 @@ def gpt_codes_experiment(seeds: Sequence[int] = (0, 1, 2), steps: int = 300, gam
     if not seeds:
         raise ValueError("seeds must name at least one seed")
     number(gamma, "gamma", positive=True)
+    known = GPT_CONDITIONS + GPT_CONTROLS
+    if not conditions or any(name not in known for name in conditions):
+        raise ValueError(f"conditions must be drawn from {known}, got {list(conditions)}")
     data = text_data(source, "char")
     V = data.vocab_size
-    names = [name for name in GPT_CONDITIONS for _ in seeds]
-    model = TinyGPT(V, context, d=d, n_layers=n_layers, n_heads=2, gamma=[gamma] * len(names), seed=seeds * 2)
+    names = [name for name in conditions for _ in seeds]
+    model = TinyGPT(V, context, d=d, n_layers=n_layers, n_heads=2, gamma=[gamma] * len(names), seed=seeds * len(conditions))
     codes = binary_codes(V, d)
-    fix_tables(model, {k: codes for k, name in enumerate(names) if name == "fixed codes"})
-    start = time.perf_counter()
+    fixed = {"fixed codes": codes, "fixed codes × d^(−γ)": codes * d ** -gamma}
+    if any(name in fixed for name in names):
+        fix_tables(model, {k: fixed[name] for k, name in enumerate(names) if name in fixed})
+    transplant(model, {k: codes for k, name in enumerate(names) if name == "learned, from codes"})
+    start_time = time.perf_counter()
     traj = train_lm(model, data.train, steps, eval_tokens=data.held_out, yardsticks=data.yardsticks,
                     batch_size=batch_size, optimizer="adam", lr=lr, record_steps=[0, *log_spaced_steps(steps, records)],
                     device=device, progress=progress)
     config = {"vocab": V, "bits": code_width(V), "context": context, "d": d, "n_layers": n_layers, "n_heads": 2,
               "batch_size": batch_size, "optimizer": "adam", "lr": lr, "steps": steps, "gamma": gamma}
-    return GPTCodesResult(names, traj, data.entropies, config, time.perf_counter() - start)
+    return GPTCodesResult(names, traj, data.entropies, config, time.perf_counter() - start_time)

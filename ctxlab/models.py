@@ -18,6 +18,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor, nn
 
+from ctxlab import mlp_step
 from ctxlab.env import init_jitter
 from ctxlab.validate import integer, nonempty, token_ids
 
@@ -129,8 +130,12 @@ class EmbMLP(Ensemble):
 
     Shapes: embedding [K, V, d], w1 [K, L*d, hidden], w2 [K, hidden, C]; logits [K, N, C].
     ``layernorm`` normalises each token's embedding before the MLP (it breaks the small-init
-    scaling on purpose, for the lesson on knobs).
+    scaling on purpose, for the lesson on knobs). On a CPU a GELU model trains through the
+    written-out step of :mod:`ctxlab.mlp_step` (the same numbers, about 3x faster);
+    ``written_out = False`` keeps autograd's generic path, to compare against.
     """
+
+    written_out = True
 
     def __init__(
         self,
@@ -156,6 +161,8 @@ class EmbMLP(Ensemble):
 
     def forward(self, x: Tensor) -> Tensor:
         _check_tokens(x, self.vocab_size, self.seq_len)
+        if self.written_out and mlp_step.fits(self.embedding, self.activation, self.layernorm):
+            return mlp_step.gelu_mlp(x, self.embedding, self.w1, self.w2)
         if self.layernorm:
             h = nn.functional.layer_norm(one_hot_embed(x, self.embedding), (self.d,))  # [K, N, L, d]
             u = h.reshape(h.shape[0], h.shape[1], -1) @ self.w1

@@ -1,16 +1,19 @@
 """Read a loss curve against a predicted ladder H_0 > H_1 > ... the way a reader reads the figure.
 
-For every predicted level (a *rung*) the curve is measured by what one sees in the picture:
+The course's one vocabulary for a loss curve, defined here and in lesson 03 and used everywhere:
 
-* **dwell**: the steps the loss spends within ``tol`` of the level while it is flat (it moves by
-  less than ``flat`` nats per step there), so a slide that merely passes through a level, or a tread
-  at some other, unpredicted level, is never credited to it;
-* **onset**: the first step at which the loss is below the midpoint (H_{k-1} + H_k) / 2, i.e. the
-  step at which the curve has come down to rung k (0 for H_0, -1 where never);
-* the longest flat stretch on the rung (``span``), to look at the model in the middle of it.
+* it **rests on** a level while it is flat within ``tol`` (0.01 nats) of it: the rung's **dwell** is the
+  number of steps it does so (flat = moving by less than ``flat`` nats per step, so a slide that merely
+  passes through a level, or a tread at some other, unpredicted level, is never credited to it);
+* it is **halfway down** stair k at its **onset**: the first step below the midpoint
+  (H_{k-1} + H_k) / 2 (0 for H_0, -1 where never);
+* it **reaches** a level only when it comes within ``tol`` of it (``reached``: the first such step, -1
+  where never), so a curve can be halfway down a stair without reaching its level;
+* it **ends on** the level its last recorded loss lies within ``tol`` of (None: none).
 
-For the whole curve: the largest **rise** after it left H_0 (how far it ever climbs back above the
-lowest loss seen so far; 0 for a curve that only goes down) and the rung it **ends** on.
+Also per rung the longest flat stretch on it (``span``), to look at the model in the middle of it, and
+for the whole curve the largest **rise** after it left H_0 (how far it ever climbs back above the lowest
+loss seen so far; 0 for a curve that only goes down).
 """
 
 from __future__ import annotations
@@ -32,9 +35,10 @@ class Rung:
 
     order: int
     level: float
-    dwell: int
-    onset: int  # -1: never reached
+    dwell: int  # steps it rests on the level
+    onset: int  # the step it is halfway down to the level (-1: never)
     span: tuple[int, int] | None  # first and last step of the longest flat stretch on the rung
+    reached: int = -1  # the first step within tol of the level (-1: never)
 
     @property
     def middle(self) -> int | None:
@@ -58,6 +62,9 @@ class Rungs:
 
     def onsets(self) -> list[int]:
         return [r.onset for r in self.rungs]
+
+    def reached(self) -> list[int]:
+        return [r.reached for r in self.rungs]
 
 
 def _check(steps: Tensor, loss: Tensor, levels: Sequence[float]) -> tuple[Tensor, Tensor, list[float]]:
@@ -99,9 +106,9 @@ def halfway_step(steps: Tensor, curve: Tensor, fraction: float = 0.5) -> Tensor:
 
 
 def stair_onsets(steps: Tensor, loss: Tensor, levels: Sequence[float]) -> Tensor:
-    """Onset of stair k (k = 1..len(levels)-1): first step with loss < (H_{k-1} + H_k) / 2.
+    """Onset of stair k (k = 1..len(levels)-1): the first step the loss is halfway down it, below (H_{k-1} + H_k) / 2.
 
-    loss: [..., T]; returns [..., len(levels) - 1] steps, -1 where the stair was never reached.
+    loss: [..., T]; returns [..., len(levels) - 1] steps, -1 where it never got halfway down.
     """
     if len(finite(list(levels), "levels")) < 2:
         raise ValueError(f"levels must hold at least two plateau losses (H_0, H_1, ...), got {list(levels)}")
@@ -123,7 +130,7 @@ def _flat_runs(steps: Tensor, on: Tensor) -> list[tuple[int, int]]:
 
 def measure_rungs(steps: Tensor, loss: Tensor, levels: Sequence[float], tol: float = TOL,
                   flat: float | None = None) -> Rungs:
-    """Read one loss curve [T] against the ladder ``levels``: dwell, onset and span per rung, rise, end.
+    """Read one loss curve [T] against the ladder ``levels``: dwell, onset, reach and span per rung, rise, end.
 
     ``flat`` (default ``tol / 100`` nats per step) is the steepest slope that still counts as resting:
     at that slope the loss needs 100 steps to move by ``tol``.
@@ -147,7 +154,9 @@ def measure_rungs(steps: Tensor, loss: Tensor, levels: Sequence[float], tol: flo
         on = near[1:] & near[:-1] & (slope <= flat)
         runs = _flat_runs(steps, on)
         span = max(runs, key=lambda r: r[1] - r[0]) if runs else None
-        rungs.append(Rung(k, level, int(width[on].sum()), int(onsets[k]), span))
+        first_near = near.nonzero()
+        reached = int(steps[int(first_near[0])]) if len(first_near) else -1
+        rungs.append(Rung(k, level, int(width[on].sum()), int(onsets[k]), span, reached))
     left = (loss < levels[0] - tol).nonzero()
     rise = 0.0
     if len(left):

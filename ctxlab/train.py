@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
+from ctxlab import cpu
 from ctxlab.env import device as pick_device
 from ctxlab.env import progress_enabled
 from ctxlab.models import Ensemble
@@ -137,12 +138,12 @@ def per_model(value, k: int, name: str, device) -> Tensor:
 class Optimizer:
     """Plain update rules with a per-model learning rate (torch.optim takes one lr per group)."""
 
-    def __init__(self, name: str, params: list[Tensor], lr: Tensor, momentum: float, weight_decay: float,
+    def __init__(self, name: str, params: list[Tensor], lr: Tensor, momentum: float, weight_decay: float | Tensor,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8) -> None:
-        self.name, self.params, self.lr = name, params, lr
+        """``weight_decay``: one number, or one per model [K] (a sweep over decays as one batched run)."""
+        self.name, self.params, self.lr, self.per_model_decay = name, params, lr, isinstance(weight_decay, Tensor)
         self.momentum, self.weight_decay, self.betas, self.eps = momentum, weight_decay, betas, eps
-        self.state = [dict() for _ in params]
-        self.t = 0
+        self.state, self.t = [dict() for _ in params], 0
         self.frozen: Tensor | None = None  # [K] bool: models whose parameters stay as they are
 
     @torch.no_grad()
@@ -165,27 +166,28 @@ class Optimizer:
             if mask is not None:
                 lr = lr * mask.to(lr).reshape(lr.shape)
             g = p.grad
+            decay = self.weight_decay.reshape(lr.shape) if self.per_model_decay else self.weight_decay
             if self.name == "adam":
                 b1, b2 = self.betas
                 m = st.setdefault("m", torch.zeros_like(p)).mul_(b1).add_(g, alpha=1 - b1)
                 v = st.setdefault("v", torch.zeros_like(p)).mul_(b2).addcmul_(g, g, value=1 - b2)
                 m_hat, v_hat = m / (1 - b1**self.t), v / (1 - b2**self.t)
-                p.mul_(1 - lr * self.weight_decay)  # decoupled (AdamW)
+                p.mul_(1 - lr * decay)  # decoupled (AdamW)
                 p.sub_(lr * m_hat / (v_hat.sqrt() + self.eps))
             else:
-                g = g + self.weight_decay * p if self.weight_decay else g
+                g = g + decay * p if self.per_model_decay or self.weight_decay else g
                 if self.momentum:
                     g = st.setdefault("buf", torch.zeros_like(p)).mul_(self.momentum).add_(g)
                 p.sub_(lr * g)
 
 
 def check_training_settings(steps, momentum, weight_decay, on_divergence: str) -> None:
-    """The checks both training loops make before they start."""
+    """The checks both training loops make before they start (a per-model weight decay is checked by ``per_model``)."""
     integer(steps, "steps", minimum=0)
-    number(momentum, "momentum", minimum=0)
-    if momentum >= 1:
+    if number(momentum, "momentum", minimum=0) >= 1:
         raise ValueError(f"momentum must lie in [0, 1), got {momentum!r}")
-    number(weight_decay, "weight_decay", minimum=0)
+    if not isinstance(weight_decay, (Sequence, Tensor)) or isinstance(weight_decay, str):
+        number(weight_decay, "weight_decay", minimum=0)
     if on_divergence not in ON_DIVERGENCE:
         raise ValueError(f"unknown on_divergence {on_divergence!r}; choose one of {ON_DIVERGENCE}")
 
@@ -270,7 +272,8 @@ def descend(model: Ensemble, optimizer: Optimizer, steps: int, step_loss: Callab
     update and once after the last (``loss`` None there), so that what is recorded at step s is the state
     that step s's update starts from; an ``observe`` that returns True ends the run there (a reduced network
     that has come to rest). ``after_backward`` runs between backward and the update (e.g. to average
-    gradients over processes)."""
+    gradients over processes). It trains with the course's CPU habits (:func:`ctxlab.cpu.prepare`)."""
+    cpu.prepare()
     with bar:
         for step in range(steps + 1):
             loss = step_loss(step) if step < steps else None
@@ -311,7 +314,7 @@ def train(
     optimizer: str = "gd",
     lr=1.0,
     momentum: float = 0.0,
-    weight_decay: float = 0.0,
+    weight_decay=0.0,
     batch_size: int | None = None,
     record_every: int | None = None,
     record_steps: Sequence[int] | None = None,
@@ -325,7 +328,7 @@ def train(
     """Train every model of the ensemble on ``data`` for ``steps`` updates.
 
     optimizer: ``gd`` (full batch), ``sgd`` (minibatches of ``batch_size`` drawn by weight),
-    ``momentum`` or ``adam``; lr: one number or one per model. The loss recorded is always the
+    ``momentum`` or ``adam``; lr and weight_decay: one number or one per model. The loss recorded is always the
     loss on the whole of ``data``. ``probes`` map names to functions of the model returning
     [K, ...] tensors, recorded at the same steps (e.g. attention statistics).
 
@@ -340,8 +343,9 @@ def train(
     data = data.to(dev)
     K = model.n_models
     rates = per_model(lr, K, "lr", dev)
+    decays = per_model(weight_decay, K, "weight_decay", dev)
     params = [p for p in model.parameters() if p.requires_grad]
-    opt = Optimizer(optimizer, params, rates, momentum, weight_decay)
+    opt = Optimizer(optimizer, params, rates, momentum, float(decays[0]) if bool((decays == decays[0]).all()) else decays)
     watch = DivergenceWatch(model, opt, on_divergence)
     wanted = recorded_steps(steps, record_every, record_steps)
     probes = probes or {}
@@ -378,7 +382,7 @@ def train(
 
     descend(model, opt, steps, step_loss, observe, progress_bar(steps, desc, progress))
     config = {"optimizer": optimizer, "lr": rates.cpu().tolist(), "steps": steps, "batch_size": batch_size,
-              "weight_decay": weight_decay, "momentum": momentum}
+              "weight_decay": decays.cpu().tolist() if opt.per_model_decay else float(decays[0]), "momentum": momentum}
     return recorder.trajectory(wanted, model, watch.diverged_at, config)
 
 

@@ -145,10 +145,10 @@ def signature_embedding(task: Task | Dataset, d: int, orders: Sequence[int] = (1
 
 
 def steps_to_plateaus(traj: Trajectory, levels: Sequence[float]) -> Tensor:
-    """[K, len(levels) - 1]: the step at which each model drops onto plateau k = 1.. (-1: never).
+    """[K, len(levels) - 1]: the step at which each model is halfway down to level k = 1.. (-1: never).
 
-    "Reaching plateau k" is the first recorded step with loss below the midpoint of H_{k-1} and
-    H_k, the stair onset of :func:`ctxlab.rungs.stair_onsets`.
+    That is the first recorded step with loss below the midpoint of H_{k-1} and H_k, the stair
+    onset of :func:`ctxlab.rungs.stair_onsets`.
     """
     return stair_onsets(traj.steps, traj.loss, list(levels))
 

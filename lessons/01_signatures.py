@@ -60,6 +60,10 @@ torch.set_printoptions(precision=4, sci_mode=False)
 # * with probability 0.3: attribute(x1) + attribute(x2) mod 3 — needs key *and* first anchor (**order 2**);
 # * with probability 0.3: attribute(x1) + attribute(x2) + attribute(x3) mod 3 — needs all three (**order 3**).
 #
+# Lesson 00 trained a binary version of this task (each token carried a bit, the labels were 0 and
+# 1); here the attributes and the labels take three values, so the levels below are not lesson 00's.
+# Lesson 03 explains why the course uses both.
+#
 # The task is small enough to hold its whole **population**: all 9³ = 729 sequences, each with
 # probability 1/729 and an exact label distribution. Everything below is computed exactly, no sampling.
 
@@ -149,7 +153,8 @@ print("max |average over t of raw order 2 - raw order 1| on the keys:",
 # Now the incremental signatures of orders 0 to 3. Order 0 has one column block (P(y) − P(y) = 0
 # after centring, so we show P(y) itself); order 3 has 3·V²·C = 6561 columns. Most columns are zero
 # for every token (a key paired with another key never occurs), so the figure leaves those out and
-# gives order 3 a row of its own.
+# gives order 3 a row of its own, with equal columns put side by side (in their given order its
+# 729 columns alias into stripes at one pixel each).
 
 # %%
 sigs = [label_signature(data, order=k, form="raw" if k == 0 else "incremental", names=names) for k in range(4)]
@@ -226,9 +231,11 @@ print("ΔS¹, keys of different attributes: cosine within 1e-6 of -1/2:", bool((
 # %%
 # NBVAL_CHECK_OUTPUT
 ctx1 = context_signature(data, order=1, form="raw", names=names)
+ctx1_centred = context_signature(data, order=1, form="centered", names=names)
 rows_differ = float((ctx1.matrix - ctx1.matrix[0]).abs().max())
 print("context signature shape:", tuple(ctx1.matrix.shape))
 print("every row equals the first row (to 1e-6):", rows_differ < 1e-6)
+print("centred, every row is zero (to 1e-6):", float(ctx1_centred.matrix.abs().max()) < 1e-6)
 
 # %% [markdown]
 # Every row is the same. The three positions are drawn **independently**, so
@@ -248,14 +255,18 @@ print(f"{coupled.n} sequences kept; P(x2 = a10 | x1 = k0) within 1e-6 of 1/3 (3 
       abs(p_a10 - 1 / 3) < 1e-6)
 
 # %%
-fig = plots.cosine_matrices([ctx1, ctx_coupled], titles=["hierarchy task (independent)", "anchor copies the key's attribute"])
+fig = plots.cosine_matrices([ctx1_centred, ctx_coupled], titles=["hierarchy task (independent), centred rows",
+                                                                   "anchor copies the key's attribute, centred rows"])
 plt.show()
 
 # %% [markdown]
-# With the coupling, keys and first anchors group by attribute through their context alone (the
-# second anchors, still independent of everything, are zero rows after centring): a
-# token→context signature can shape embeddings even when the label is not involved. On the
-# hierarchy task only the token→label kind matters, and that is the kind the next lessons follow.
+# Both panels use the *centred* rows: each entry minus what it would be if the token said nothing
+# about its context. On the left, the hierarchy task: every centred row is zero (printed above), a
+# zero row is similar to nothing, and the panel is blank. On the right, the coupled data: keys and
+# first anchors group by attribute through their context alone (the second anchors, still
+# independent of everything, are zero rows here too): a token→context signature can shape
+# embeddings even when the label is not involved. On the hierarchy task only the token→label kind matters, and that
+# is the kind the next lessons follow.
 
 # %% [markdown]
 # ## Try it yourself
@@ -263,7 +274,7 @@ plt.show()
 # The signature explorer shows one signature at a time, for a smaller hierarchy task (6 tokens
 # per block). Choose the order k, the kind (token→label or token→context), the form and a token.
 # The left panel is that token's row, the middle panel the cosine-similarity matrix with the
-# token marked, and the right panel the entropy ladder with order k shaded.
+# token's row and column boxed, and the right panel the entropy ladder with order k shaded.
 #
 # > **Think.** Which tokens share the same row at incremental order 1, and at which order do the
 # > first anchors start to differ from each other? Step through the tokens to check.
@@ -292,9 +303,13 @@ for k in range(L + 1):
         print(f"H(Y | {label:<12}) = {conditional_entropy(data, S):.4f}")
 
 # %% [markdown]
-# The anchors alone are worth nothing (H stays at ln 3 = 1.0986), exactly as their flat order-1
-# rows said. The best set of each size gives the **entropy ladder**: a model that learns order-1
-# statistics first, then order 2, then order 3 should see its loss rest on these plateaus.
+# The anchors alone are worth nothing (H stays at ln 3 = 1.0986). For one anchor that is what its
+# flat order-1 row said. For the pair {x2, x3} flat rows are not enough, since two tokens that say
+# nothing one by one can say something together (that is what ΔS² measures). Here the pair says
+# nothing because every rule adds the key's attribute, which is uniform and independent of both
+# anchors: given the anchors, each label stays equally likely. The best set of each size gives the
+# **entropy ladder**: a model that learns order-1 statistics first, then order 2, then order 3
+# should see its loss rest on these plateaus.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -360,8 +375,10 @@ print("the order-1 term of the key is the largest single term:", int(sizes.argma
 # whole signal; the raw ones overlap. So when a later lesson measures how much an embedding
 # aligns with "order 2", using the incremental ΔS² means it measures order 2 *only*, not order 1
 # again. The squared sizes also say which piece is biggest: the key's order-1 term (0.107 against
-# 0.060 for the pair term of key and first anchor, and 0.060 for the triple term), one reason it is
-# learned first (lesson 05).
+# 0.060 for the pair term of key and first anchor, and 0.060 for the triple term). Size is not the
+# reason order 1 comes first, though: at small initialization the embeddings' early gradient
+# contains order-1 statistics only, whatever the sizes (lesson 04's equation E1). Among the order-1
+# directions, the stronger ones come first (lesson 05).
 
 # %% [markdown]
 # > **Paper vs. this course.**

@@ -151,9 +151,6 @@ print(f"CKA moves under an uneven stretch: {moved > 1e-3}")
 # signatures: the same rows of S, assigned to the wrong tokens. The shuffled S has the same
 # spectrum and the same number of groups, but no relation to E's tokens. If E's real score does
 # not stand clear of the shuffled ones, the alignment is not there.
-#
-# > **Think.** Before running the next cell: what CKA do you expect for `E_random` against ΔS¹,
-# > a Gaussian matrix that knows nothing about the task? 0? 0.5?
 
 # %%
 shuffled = {name: align.permutation_baseline(name, noisy, S1, n=300, seed=1) for name in align.METRICS}
@@ -162,9 +159,11 @@ fig = plots.permutation_histograms(shuffled, observed)
 plt.show()
 
 # %% [markdown]
-# For the partly aligned `noisy` embedding (the order-1 copy plus noise of half its norm), every real score
-# stands to the right of all 300 shuffled scores: far to the right for CKA, the subspace fraction
-# and ridge R², less far for RSA.
+# For the partly aligned `noisy` embedding (the order-1 copy plus noise of half its norm), every
+# real score stands to the right of all 300 shuffled scores. The four panels share one score axis,
+# so the gaps can be compared by eye: for RSA the real score (about 0.33) clears the largest
+# shuffled one (about 0.2) by a little; for CKA, the subspace fraction and ridge R² the gap is more
+# than 0.4 (checked below).
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -174,7 +173,12 @@ print("CKA, subspace, ridge: real score > shuffled maximum + 0.4:",
       all(observed[name] > float(shuffled[name].max()) + 0.4 for name in ("cka", "subspace", "ridge")))
 
 # %% [markdown]
-# Now the random embedding: score 200 Gaussian embeddings against ΔS¹.
+# Now the random embedding. `E_random` scored about 0.2 on CKA in the first table.
+#
+# > **Think.** Before running the next cell: is that one lucky draw, or what every Gaussian
+# > embedding of these 27 tokens scores? Would it be lower with more tokens?
+#
+# Score 200 Gaussian embeddings against ΔS¹:
 
 # %%
 random_E = torch.randn(200, V, 32, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
@@ -196,16 +200,22 @@ print("mean subspace fraction within 0.01 of rank/(V-1):", abs(float(random_sub.
 # of (centred) token space, and rank(S) of them belong to S, so its expected score is
 # rank / (V − 1) = 2/26 ≈ 0.08.
 #
-# CKA is less obvious. A Gaussian E with many columns has E Eᵀ ≈ d·I: every token roughly
-# orthogonal to every other. Take that to the limit, the *one-hot* embedding E = I_V. After
-# centring, its Gram matrix is the centring matrix H itself, and
+# CKA is less obvious. A Gaussian E with many more columns than tokens (d ≫ V) has E Eᵀ ≈ d·I:
+# every token roughly orthogonal to every other. Take that to the limit, the *one-hot* embedding
+# E = I_V. After centring, its Gram matrix is the centring matrix H itself, and
 #
 # $$\mathrm{CKA}(I_V, S) = \frac{\langle H, K_S\rangle}{\|H\|_F\,\|K_S\|_F} = \frac{\operatorname{tr} K_S}{\sqrt{V-1}\;\|K_S\|_F} = \sqrt{\frac{r}{V-1}}$$
 #
-# when K_S has r equal non-zero eigenvalues (ΔS¹ has r = 2 here). An inner product of two
-# positive semi-definite matrices is never negative, so CKA's floor is not 0; it is a positive
-# number that shrinks like 1/√V. A finite Gaussian E is a noisy version of the one-hot limit, so
-# it scores a bit less. The figure uses the same task family at several block sizes (V = 3 × block).
+# when K_S has r equal non-zero eigenvalues (ΔS¹ has r = 2 here). This limit shrinks like 1/√V.
+#
+# Why is the floor above 0 at all? The numerator of CKA, ‖SᵀE‖²_F, is never negative, and it is 0
+# only when every column of E is orthogonal, in token space, to every column of S. A random E is
+# almost never placed like that, so its CKA is positive, and so is the average over random
+# embeddings.
+#
+# How close does a Gaussian E come to that limit? Here d = 32. At V = 9 the approximation
+# E Eᵀ ≈ d·I is fair, but once V exceeds d, E Eᵀ has rank at most 32 and cannot be close to d·I.
+# The figure uses the same task family at several block sizes (V = 3 × block), all with d = 32.
 
 # %%
 vocab, random_scores, one_hot = [], [], []
@@ -230,7 +240,10 @@ print("random E scores below the one-hot limit at every V:", bool((mean_random <
 print("random E: above 0.35 at V = 9, below 0.1 at V = 108:", float(mean_random[0]) > 0.35 and float(mean_random[-1]) < 0.1)
 
 # %% [markdown]
-# At V = 9 a random embedding already scores ≈ 0.44; at V = 108 it is down to ≈ 0.06. The toy
+# At V = 9 a random embedding already scores ≈ 0.44, close to the one-hot 0.50; at V = 108 it is
+# down to ≈ 0.06, less than half the one-hot 0.137. From V = 9 to V = 108 the random score drops
+# almost sevenfold while √V grows only 3.5-fold: it falls faster than 1/√V, and in proportion it
+# falls furthest below the limit where V exceeds d. The toy
 # tasks of this course have small vocabularies, so **every CKA in it must be read against its
 # baseline**, never against 0. For large-vocabulary language models the baseline is near 0, but
 # other effects can dominate CKA there (for instance a few tokens of very large norm).
@@ -374,7 +387,8 @@ print("share in span(ΔS¹) goes from > 0.999 to < 0.8:", f1 > 0.999 and f2 < 0.
 # * The subspace fraction and ridge R² ask whether E is a (linear) function of S; they fall
 #   smoothly with noise and have clear chance levels (rank/(V − 1) for the subspace fraction).
 # * Every score needs a baseline. A random embedding scores CKA ≈ 0.2 against ΔS¹ at V = 27
-#   (≈ √(r/(V−1)) in the one-hot limit), because inner products of Gram matrices are never negative.
+#   (√(r/(V−1)) ≈ 0.28 in the one-hot limit), because CKA's numerator ‖SᵀE‖² is never negative and
+#   a random E almost never makes it 0.
 # * RSA is fragile when a signature has zero rows.
 # * CKA against ΔS² is high even for an embedding that learned only order 1 (the keys' geometry
 #   is the same at both orders). To see the order, also look at which tokens move and at the

@@ -31,7 +31,7 @@ import torch
 from ctxlab.align import class_cosines
 from ctxlab.rungs import stair_onsets
 from ctxlab.models import make_model
-from ctxlab.plots import e1_agreement_figure
+from ctxlab.plots import e1_agreement_figure, label_sub_levels
 from ctxlab.signatures import joint
 from ctxlab.tasks import hierarchy_task, with_token_frequencies, zipf
 from ctxlab.theory import (
@@ -40,6 +40,7 @@ from ctxlab.theory import (
     embedding_velocity,
     mlp_embedding_velocity,
     plateau_levels,
+    whether_levels,
 )
 from ctxlab.train import train
 
@@ -131,7 +132,10 @@ print("gamma = 0.5: cosine(E1, autograd) between 0.9 and 0.99:", bool(0.9 < cosi
 
 # %% [markdown]
 # At γ = 1 every entry lies on the diagonal: E1 *is* the gradient, to 1 − cosine < 10⁻⁴. At
-# γ = 0.5 the points scatter: the corrections are no longer small.
+# γ = 0.5 the points scatter: the corrections are no longer small. The horizontal row of points at
+# prediction 0 shows them most plainly. It belongs to the anchors: their order-1 rows are uniform
+# (lesson 01), so E1 gives them no velocity at all, yet autograd moves them (entries up to about
+# ±0.001). Everything that moves them comes from the terms E1 drops.
 
 # %% [markdown]
 # ## How the agreement depends on γ and on the width
@@ -160,7 +164,9 @@ print("gamma >= 1: 1 - cosine < 1e-3 for every model and width:",
 
 # %% [markdown]
 # On the log scale each width falls on a straight line in γ whose slope is the predicted
-# −2 log₁₀(L d²) (dotted): −5.8, −7.0 and −9.4 decades per unit of γ for d = 16, 32 and 128. That is
+# −2 log₁₀(L d²): −5.8, −7.0 and −9.4 decades per unit of γ for d = 16, 32 and 128 (printed). The
+# dotted lines have those slopes; each is drawn a fixed factor below its data, so that it does not
+# hide under the points it predicts. That is
 # the ε⁴ law: the error of E1 is O(ε²), and 1 − cosine is its square. At a fixed γ, wider models
 # agree better, since their weights are smaller too. At γ = 0.5 the formula is only a rough guide
 # (mean cosine 0.92 at d = 16 up to 0.99 at d = 128).
@@ -203,13 +209,15 @@ for order, level in enumerate(plateau_levels(data)[:3]):
     axes[0].axhline(level, color="grey", ls=":", lw=0.8)
     axes[0].annotate(f"H{order} = {level:.3f}", (1.0, level), xycoords=("axes fraction", "data"), xytext=(3, 0),
                      textcoords="offset points", va="center", fontsize=8, color="dimgrey")
+whether = whether_levels(task)[:1]  # lesson 03's sub-level of the first stair: of the key only whether A(x1) = 0
+label_sub_levels(axes[0], whether)
 for ax in axes:
     ax.axvline(int(onsets[0]), color="C0", lw=0.8, ls="-.", label="γ = 1: loss halfway to H1" if ax is axes[0] else None)
 axes[0].set_ylabel("loss (nats)")
 axes[1].set_ylabel("cosine with E1")
 axes[1].set_xlabel("GD step")
-for ax in axes:
-    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.2, 0.5))
+for ax, ncol in zip(axes, (3, 4)):  # above each panel: inside, a legend would cover a curve or a level
+    ax.legend(fontsize=8, loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=ncol, borderaxespad=0.2)
 plt.show()
 first_break = int(run.steps[(instantaneous[0] < 0.99).float().argmax()])
 half_break = int(run.steps[(instantaneous[1] < 0.5).float().argmax()])
@@ -217,6 +225,7 @@ on_plateau = run.index(int(onsets[0]) + 60)
 print(f"gamma = 1: loss halfway to H1 at step {int(onsets[0])}; E1 velocity cosine first < 0.99 at step {first_break}; "
       f"displacement cosine 60 steps later {float(accumulated[0, on_plateau - 1]):.2f}")
 print(f"gamma = 0.5: velocity cosine {float(instantaneous[1, 0]):.2f} at step 0, first < 0.5 at step {half_break}")
+print(f"sub-level of the first stair (dotted): {whether[0][0]} = {whether[0][1]:.4f}")
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -230,8 +239,20 @@ print("gamma = 0.5: velocity cosine > 0.95 at step 0, below 0.5 within 60 steps:
 # when the loss is about halfway down its first stair: by then the logits are O(1) and the other
 # terms switch on. The *accumulated* displacement stays aligned with E1's sum much longer, through
 # the H₁ plateau to the end of the run: most of the embeddings' motion so far was made while E1
-# held. At γ = 0.5 there is no plateau: E1 describes the first few steps (cosine 0.97 at step 0),
-# then the velocity cosine collapses within a few dozen steps, while the loss is still falling.
+# held.
+#
+# The γ = 1 curve does not take its first stair in one drop: right at the halfway line it bends
+# into a short shoulder, at about 1.00–1.02, before it falls on to H1. No level of the ladder lies
+# there. The dotted line just above the bend is the first stair's sub-level of lesson 03,
+# H(Y | [A(x1) = 0]) = 1.020 (printed): the best loss when of the key only *whether* its attribute
+# is 0 is known. The curve bends near it but does not rest on it; which of the key's attribute
+# directions this seed learns first, E1 does not say (lesson 06 takes up *whether* before *which*).
+#
+# At γ = 0.5 there is no initial plateau at ln C: the loss leaves it at once. E1 describes the
+# first few steps (cosine 0.97 at step 0); the velocity cosine then collapses, falling below 0.5
+# (at the step printed above) when the loss is already close to H1. It climbs back to about 0.47
+# near step 180, while the loss slides from H1 towards H2, and falls again as the loss comes to
+# rest on H2. From the first few dozen steps on, E1 no longer describes this run.
 
 # %% [markdown]
 # ## Who moves fastest: frequency × ‖signature − uniform‖
@@ -278,7 +299,8 @@ print("over more than a decade of frequency x ||q - u||:", span > 10)
 # and so does doubling how far its labels are from uniform. Two consequences worth keeping:
 #
 # * **Rare tokens lag.** Under Zipf statistics the tail of the vocabulary barely moves while the
-#   head organises — the "rare-token problem" of real language models has the same root.
+#   head organises. That the "rare-token problem" of real language models has the same root is a
+#   hypothesis, not shown here; lesson 16 takes it up on a classroom task.
 # * **Equal signatures, equal updates.** Tokens with the same q and frequency receive the same
 #   velocity (same M, same drive). From a tiny init they move together and *condense*. The run
 #   above shows it: at step 400 the keys with the same attribute point the same way at γ = 1,

@@ -1,5 +1,5 @@
 # %% [markdown]
-# # Lesson 05 — Why stairs come in order: linear-network modes
+# # Lesson 05 — Linear-network modes: which order-1 feature switches on first
 #
 # **Learning goals.** After this lesson you can
 # 1. write the input–output correlation Σ_yx of a task from its order-1 signature and compute
@@ -27,15 +27,23 @@
 # embeddings E [V, d] and one read-out W^{(i)} [d, C] per position: `LinearEmb` in `ctxlab.models`,
 # trained with the same `train` as the MLP. Its logits are a linear function of the one-hot input
 # x̃ ∈ ℝ^{L·V}: z = A x̃ with the **product map** A [C, L·V], column (i, s) = W^{(i)⊤} E_s.
+#
+# **Scope.** A linear map of one-hot tokens can only use order-1 statistics, so every mode in this
+# lesson is an order-1 feature. The lesson explains in what order the pieces of the order-1 signal
+# are learned and how long each one waits, not why order-2 statistics wait for order 1: that is
+# lesson 06.
 
 # %%
+import math
+
 import matplotlib.pyplot as plt
 import torch
 
-from ctxlab.rungs import crossing_step
+from ctxlab.rungs import crossing_step, measure_rungs
 from ctxlab.models import make_model
-from ctxlab.plots import mode_growth_figure
-from ctxlab.tasks import modes_task
+from ctxlab.plots import label_levels, mode_growth_figure
+from ctxlab.signatures import conditional_entropy
+from ctxlab.tasks import Dataset, modes_task
 from ctxlab.theory import (
     correlation_modes,
     input_output_correlation,
@@ -48,8 +56,8 @@ from ctxlab.train import train
 # %% [markdown]
 # ## A task with well separated modes
 #
-# `modes_task()`: eight key tokens, one for each pattern of three bits b₁, b₂, b₃ = ±1, then a
-# filler token that says nothing. The label c ∈ {0, 1, 2, 3} has three binary features
+# `modes_task()`: eight key tokens, one for each pattern of three bits b₁, b₂, b₃ = ±1, then one
+# of four filler tokens (f0–f3) that say nothing. The label c ∈ {0, 1, 2, 3} has three binary features
 # h₁(c), h₂(c) and h₃ = h₁h₂, and the key announces feature k with reliability m_k:
 #
 # $$P(c \mid s) = \tfrac14\big(1 + \textstyle\sum_k m_k\, b_k(s)\, h_k(c)\big),\qquad m = (0.5, 0.3, 0.15).$$
@@ -80,11 +88,12 @@ print("singular values s_k:", [round(float(s), 4) for s in modes.s])
 print("m_k * sqrt(8) / 16:  ", [round(m * 8**0.5 / 16, 4) for m in task.info["strengths"]])
 
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.4), width_ratios=[2.6, 1], layout="constrained")
+fig.get_layout_engine().set(wspace=0.08)  # room between the colour bar's label and the bar chart's
 im = axes[0].imshow(sigma, cmap="RdBu_r", vmin=-float(sigma.abs().max()), vmax=float(sigma.abs().max()), aspect="auto")
 axes[0].set_xticks(range(L * V), [f"{n}@{i + 1}" for i in range(L) for n in task.token_names], rotation=90, fontsize=7)
 axes[0].set_yticks(range(C), [f"c = {c}" for c in range(C)])
 axes[0].set_title("Σ_yx (columns: token@position)", fontsize=10)
-fig.colorbar(im, ax=axes[0], label="Σ_yx entry (probability)")
+fig.colorbar(im, ax=axes[0], pad=0.01).set_label("Σ_yx entry (probability)", fontsize=8)
 axes[1].bar(range(1, len(modes.s) + 1), modes.s)
 axes[1].set_xticks(range(1, len(modes.s) + 1))
 axes[1].set_xlabel("mode k")
@@ -138,6 +147,42 @@ print("u_k = ±h_k/|h_k|:", u_ok, "| v_k = ±b_k/|b_k| on the keys, 0 elsewhere:
 # dip before it rises (mode 3 in the figure below).
 
 # %% [markdown]
+# ## The levels the loss can rest on
+#
+# The loss curves below come down in steps, and they bend or rest at levels that can be computed
+# exactly from the population: ln 4 before anything is learned; H(Y | b₁), the best loss given
+# the first key bit alone (computed by merging the keys that share b₁ into one token); H(Y | key)
+# once all three modes are on. The middle step ends on a level that is *not* a conditional
+# entropy. While mode 3 is still off, the logits carry h₁ and h₂ but no h₃ = h₁h₂, so the
+# prediction is a product of an h₁ factor and an h₂ factor, P(c) ∝ e^{z₁h₁(c)} e^{z₂h₂(c)}. The
+# best such product gives each feature its true probability given the key, and its loss is
+# H(h₁ | key) + H(h₂ | key), the "h₁·h₂ product" level. The end of the lesson says why it lies
+# above H(Y | b₁, b₂).
+
+# %%
+def entropy_given_bits(ks: list[int]) -> float:
+    """H(Y | the key's bits b_k, k in ks): the keys that agree on those bits merged into one token."""
+    group = ((task.info["bits"][:, ks] > 0).long() * 2 ** torch.arange(len(ks))).sum(1)
+    x = data.x.clone()
+    x[:, 0] = group[x[:, 0]]
+    return conditional_entropy(Dataset(x, data.y, V, C, data.weights), (0,))
+
+
+def binary_entropy(p: torch.Tensor) -> torch.Tensor:
+    return -(p * p.log() + (1 - p) * (1 - p).log())
+
+
+p_up = data.targets().double() @ (task.info["features"][:, :2] > 0).double()  # P(h_k(c) = +1 | key), k = 1, 2
+product_level = float((data.weights.double()[:, None] * binary_entropy(p_up)).sum())
+level_names = ["ln 4", "H(Y | b₁)", "h₁·h₂ product", "H(Y | key)"]
+rest_levels = [conditional_entropy(data, ()), entropy_given_bits([0]), product_level, conditional_entropy(data, (0,))]
+for name, value in zip(level_names, rest_levels):
+    print(f"{name:>14} = {value:.4f}")
+print(f"{'H(Y | b₁, b₂)':>14} = {entropy_given_bits([0, 1]):.4f}   (not drawn: no curve below rests on it)")
+print(f"H_b(0.75) + ln 2 = {float(binary_entropy(torch.tensor(0.75, dtype=torch.float64))) + math.log(2):.4f}, "
+      f"H_b(0.75) + H_b(0.65) = {float(binary_entropy(torch.tensor([0.75, 0.65], dtype=torch.float64)).sum()):.4f}")
+
+# %% [markdown]
 # ## Measuring the modes in a run
 #
 # One batched ensemble over five init exponents, plain GD at lr 1, recording the product map
@@ -153,13 +198,14 @@ steps, a = growth.steps, growth.strengths  # a: [K, T, 3]
 # `mode_growth` fits the growth rate on the stretch where the mode is exponential: above 3× its
 # initial growing amplitude (so the decaying part is gone) and below 0.1 (well before saturation
 # at ≈ 2–4). At γ = 0.75 the init is so large that this stretch does not exist (the rate is NaN);
-# we check the small-init runs.
+# we check the small-init runs. The loss panel draws the levels computed above (dashed); the end
+# of the lesson reads the curves against them.
 
 # %%
 small = [k for k, g in enumerate(gammas) if g >= 1.0]
 predicted, measured = growth.predicted_rate, growth.measured_rate[small]
 show = gammas.index(1.5)
-fig = mode_growth_figure(growth, gamma=1.5)
+fig = mode_growth_figure(growth, gamma=1.5, levels=rest_levels, names=level_names)
 plt.show()
 ratio = measured / predicted
 print("predicted rate 2 ln(1 + lr s_k):", [f"{float(r):.3f}" for r in predicted])
@@ -201,9 +247,11 @@ print("switch-on steps within 10% of ln(0.5/a0)/rate for gamma >= 1.25 (the smal
 # %% [markdown]
 # ## Plateau length grows like ln(1/ε)
 #
-# With ε = fan_in^{−γ}, a₀ ∝ ε², so the first switch-on time is t₁ ≈ ln(0.5/a₀)/rate₁ ∝
-# const + γ · 2 ln d / rate₁: **linear in γ**. Smaller init buys a longer plateau, but only
-# logarithmically.
+# β₁ = Eᵀ v₁ has d entries of the embedding's init scale d^{−γ} (v₁ is a unit vector), and α₁ has
+# d smaller ones, of scale (L·d)^{−γ}. So a₀ = ¼|α + β|² ≈ ¼·d·d^{−2γ} = ¼ d^{1−2γ}, that is
+# ln(1/a₀) ≈ (2γ − 1) ln d + const, and the first switch-on time is
+# t₁ ≈ ln(0.5/a₀)/rate₁ = const + γ · 2 ln d / rate₁: **linear in γ**. Smaller init buys a longer
+# plateau, but only logarithmically.
 
 # %%
 slope_measured = float(torch.linalg.lstsq(torch.stack([torch.tensor(gammas), torch.ones(len(gammas))], 1).double(),
@@ -249,6 +297,7 @@ fan_in_theory = float(torch.tensor([32.0, L * 32.0, 128.0]).log().mean())
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
 for k, g in enumerate(mlp_gammas):
     axes[0].plot(mlp_run.steps, mlp_run.loss[k], label=f"γ = {g:g}")
+label_levels(axes[0], rest_levels, level_names)
 axes[0].set_xlabel("GD step")
 axes[0].set_ylabel("loss (nats)")
 axes[0].set_title("Emb-MLP on the modes task", fontsize=10)
@@ -265,6 +314,26 @@ print("Emb-MLP mode-1 switch-on steps (recorded every 5 steps):", mlp_on.tolist(
 print(f"slope of ln(t) vs gamma: measured {log_slope:.2f}, mean ln(fan-in) {fan_in_theory:.2f}")
 
 # %%
+b12_ladder = [rest_levels[0], rest_levels[1], entropy_given_bits([0, 1]), rest_levels[3]]
+curves = {"LinearEmb, γ = 1.5": (steps, growth.loss[show])}
+curves.update({f"Emb-MLP, γ = {g:g}": (mlp_run.steps, mlp_run.loss[k]) for k, g in enumerate(mlp_gammas)})
+rests, b12_rests = {}, {}
+for label, (t, curve) in curves.items():
+    read = measure_rungs(t, curve, rest_levels)
+    rests[label] = read.dwells()[1:]
+    b12_rests[label] = measure_rungs(t, curve, b12_ladder).dwells()[2]
+    ends = "none" if read.ends_on is None else level_names[read.ends_on]
+    print(f"{label:>18}: steps resting on " + ", ".join(f"{n} {d}" for n, d in zip(level_names[1:], rests[label]))
+          + f"; on H(Y | b₁, b₂) {b12_rests[label]}; ends on {ends}")
+
+# %%
+# NBVAL_CHECK_OUTPUT
+print("Emb-MLP at γ = 1 and 1.25: rests at least 20 steps on H(Y | b₁) and on the h₁·h₂ product level:",
+      all(min(rests[f"Emb-MLP, γ = {g:g}"][:2]) >= 20 for g in (1.0, 1.25)))
+print("Emb-MLP at γ = 1.5 ends within 0.01 of H(Y | b₁):", abs(float(mlp_run.loss[-1, -1]) - rest_levels[1]) < 0.01)
+print("no curve rests on H(Y | b₁, b₂):", all(d == 0 for d in b12_rests.values()))
+
+# %%
 # NBVAL_CHECK_OUTPUT
 mlp_on_all = torch.stack([crossing_step(mlp_run.steps, mlp_a[:2, :, m], level, below=False) for m in range(3)], dim=1)
 print("Emb-MLP switch-on order equals the singular-value order (gamma 0.75, 1):",
@@ -275,10 +344,26 @@ print("slope of ln(t) vs gamma within 10% of the mean ln(fan-in):", abs(log_slop
 # %% [markdown]
 # The MLP's modes switch on in the same order as the linear model's, set by the same singular
 # values (checked at γ = 0.75 and 1, where all three switch on within the 1400 steps), but its plateau multiplies by ≈ e^{ln(fan-in)/4} ≈ 2.8 per quarter unit of γ (measured:
-# 2.7 to 3.3, with switch-on steps read every 5 steps) instead of adding a few steps. That is why the small-init staircase of lesson 03 has such long, flat
-# steps: deeper products make the wait before each mode much longer and its switch-on sharper.
-# Higher-order stairs need more than this linear picture (lesson 06): at the end of stage 1 the
-# linear drive vanishes and only nonlinear paths, acting on pair signatures, are left.
+# 2.7 to 3.3, with switch-on steps read every 5 steps) instead of adding a few steps. That is why
+# the plateau before the first stair of lesson 03 is so long and flat: deeper products make the
+# wait before each mode much longer and its switch-on sharper. Higher-order stairs need more than
+# this linear picture (lesson 06): at the end of stage 1 the linear drive vanishes and only
+# nonlinear paths, acting on pair signatures, are left.
+#
+# **Where the loss rests.** On the way down, the loss curves bend or rest on the dashed levels
+# H(Y | b₁) = 1.2555 and "h₁·h₂ product" = 1.2098, computed before the first run (printed there).
+# The LinearEmb at γ = 1.5 only bends at them, too briefly to rest; the Emb-MLP at γ = 1 and 1.25
+# rests on both, and at γ = 1.5 it ends on the first (the steps on each level are printed above).
+# The first and the last are conditional entropies. Mode 1 alone reads b₁, and the best loss given b₁ is
+# H(Y | b₁) = H_b(0.75) + ln 2 ≈ 1.255 (h₁ agrees with b₁ with probability ¾, h₂ is a coin toss);
+# the three modes together read the whole key, and the other runs end on H(Y | key) ≈ 1.169.
+# The middle level is not H(Y | b₁, b₂) ≈ 1.192. While mode 3 is still off, the logits have no h₃
+# component (in the MLP, up to its small nonlinear terms): they lie in the span of h₁ and h₂, so
+# the prediction P(c) ∝ e^{z₁h₁(c)} e^{z₂h₂(c)} makes h₁(c) and h₂(c) independent. The true
+# P(c | b₁, b₂) = ¼(1 + 0.5 b₁h₁(c) + 0.3 b₂h₂(c)) is not such a product. The best product has the
+# true marginals, and its loss is H_b(0.75) + H_b(0.65) ≈ 1.210. So a plateau can sit above the
+# conditional entropy of what the network reads: here it is the best loss that logits of the
+# network's current form can reach.
 
 # %% [markdown]
 # > **Paper vs. this course.**
@@ -301,6 +386,9 @@ print("slope of ln(t) vs gamma within 10% of the mean ln(fan-in):", abs(log_slop
 # * Modes switch on in the order of their singular values, at t_k ≈ ln(a*/a₀)/rate_k; the plateau
 #   grows like ln(1/ε), linearly in γ.
 # * The Emb-MLP has three factors: same order, but plateaus ∝ 1/ε, exponentially long in γ.
+# * A plateau can sit above the conditional entropy of what the network reads: with modes 1 and 2
+#   on, the prediction can only be a product of an h₁ factor and an h₂ factor, whose best loss is
+#   H_b(0.75) + H_b(0.65) ≈ 1.210, not H(Y | b₁, b₂) ≈ 1.192.
 #
 # **Next.** Open `exercises/05_linear_modes.ipynb`: compute the singular values that set the
 # order, read the switch-on order off a run, and fit a growth rate.

@@ -2,13 +2,12 @@
 # # Lesson 09 — A small GPT on real text, in two regimes
 #
 # **Learning goals.** After this lesson you can
-# 1. train a tiny GPT (a causal transformer) on Shakespeare, character by character, at small
-#    initialization, both with plain stochastic gradient descent (the regime of lessons 03–08) and
-#    with Adam (the way GPTs are trained);
+# 1. train a tiny GPT (a causal transformer) on Shakespeare, character by character, from small init
+#    with plain SGD (the regime of lessons 03–08) and with Adam (the way GPTs are trained);
 # 2. measure it against three yardsticks, the unigram, bigram and trigram models of the same text,
 #    by the KL divergence from the GPT's next-token distribution to each of them;
 # 3. say what survives the change of optimizer (the order in which the GPT comes closest to the
-#    n-gram models) and what does not (the rest at ln V, the pace);
+#    n-gram models) and what does not (the short delay at ln V, the pace);
 # 4. read the alignment of the token embedding with the text's signatures against its shuffled band;
 # 5. say what the bigger "full" profile, recorded on a GPU, adds and what it does not show.
 #
@@ -24,19 +23,17 @@
 # ## The staircase on text: n-gram phases
 #
 # On the synthetic tasks the loss rested on the conditional entropies H(Y | X_S), one order after
-# the other. Real text has no designed ladder, but it has a natural one: the **n-gram models**.
-# The unigram model predicts the next character from nothing (its frequency), the bigram model
-# from the current character, the trigram model from the last two. Their held-out cross-entropies
-# H₁ > H₂ > H₃ play the role of the rungs, below the loss ln V of a uniform guess over the V
-# characters. If a small-init GPT learns statistics order by order, it should first *behave like*
-# the unigram model, then like the bigram model, then like the trigram model. "Behave like" is
-# measured by the KL divergence KL(GPT ‖ n-gram) on held-out text: each curve should fall, reach
-# a minimum and rise again as the GPT moves on, and the minima should come in the order
-# unigram → bigram → trigram.
+# the other. Real text has no designed ladder, but a natural one: the **n-gram models**. The unigram
+# model predicts the next character from nothing (its frequency), the bigram model from the current
+# character, the trigram model from the last two. Their held-out cross-entropies H₁ > H₂ > H₃ play
+# the role of the rungs, below the loss ln V of a uniform guess over the V characters. If a
+# small-init GPT learns statistics order by order, it should first *behave like* the unigram model,
+# then the bigram model, then the trigram model. "Behave like" is measured by the KL divergence
+# KL(GPT ‖ n-gram) on held-out text: each curve should fall, reach a minimum and rise again as the
+# GPT moves on, and the minima should come in the order unigram → bigram → trigram.
 #
-# > **Think.** A model that predicts exactly like the bigram model has KL 0 to it. Can it be at
-# > KL 0 to the bigram *and* to the trigram model at the same time? What does that say about the
-# > order of the minima?
+# > **Think.** A model that predicts exactly like the bigram model has KL 0 to it. Can it be at KL 0
+# > to the bigram *and* the trigram model at once? What does that say about the order of the minima?
 
 # %%
 import math
@@ -71,12 +68,11 @@ print(corpus.text[:300])
 # Both runs start from the same weights (seeds 0 and 1) and see the same batches. The question is
 # which of the staircase's marks survive the change of optimizer.
 #
-# `language_model(...)` tokenizes the text character by character, holds out the last 10 % for
-# evaluation, counts the three n-gram models on the training part (smoothed, so that a rare context
-# falls back towards the model one order below), and trains one GPT per seed, all in one batched
-# run. At every 10th step it records the held-out loss, the embedding, and the three KL divergences
-# on 64 fixed held-out windows. We use the quick profile: context 16, width 32, one block, 2 heads,
-# batch 32, 800 steps.
+# `language_model(...)` tokenizes the text character by character, holds out the last 10 %, counts
+# the three n-gram models on the training part (smoothed, so that a rare context falls back towards
+# the model one order below), and trains one GPT per seed in one batched run. Every 10th step it
+# records the held-out loss, the embedding, and the three KL divergences on 64 fixed held-out
+# windows. The quick profile: context 16, width 32, one block, 2 heads, batch 32, 800 steps.
 
 # %%
 REGIMES = {"plain SGD, lr 1.5": {"optimizer": "sgd", "lr": 1.5}, "Adam, lr 0.01": {"optimizer": "adam", "lr": 1e-2}}
@@ -102,11 +98,17 @@ for name, h in sgd.entropies.items():
 #
 # One row per regime. Left: held-out loss, with ln V and the n-gram entropies dashed and labelled
 # at the right edge. Middle: KL to each n-gram model, log scale, each curve's minimum marked.
-# Right: the alignment CKA(E − E₀, S) of the embedding's displacement with the **bigram signature**
-# (row s = [P(next | s), P(previous | s)]) and with the **trigram increment** (what the character
-# before s adds), each with its **shuffled band**: the lowest to the highest CKA of the same
-# embedding against 50 copies of the signature with its rows shuffled (lesson 02). Seed 0 solid,
-# seed 1 dashed. The y scales are shared between the rows.
+# Right: the alignment CKA(E − E₀, S) of the embedding's displacement with two text signatures,
+# each with its **shuffled band**: the lowest to the highest CKA of the same embedding against 50
+# copies of the signature with its rows shuffled (lesson 02), shaded in the colour of its curve.
+#
+# * The **bigram signature** (orange): row s is [P(next | s), P(previous | s)], a 76 × 152 matrix.
+# * The **trigram increment** (purple): what the character t before s adds to predicting the next
+#   character y, beyond s and t alone. Its entry for s at column (t, y) is P(y | t, s) − P(y | s) −
+#   P(y | t) + P(y), lesson 06's order-2 increment counted on text: a 76 × 5,776 matrix (one column
+#   per pair t, y). With so many more columns its band sits higher (lesson 02's caveat).
+#
+# Seed 0 solid, seed 1 dashed. The y scales are shared between the rows.
 
 # %%
 fig = plots.lm_regimes_figure(runs)
@@ -128,8 +130,7 @@ for name, run in runs.items():
               + ", ".join(f"{n} {minima[name][n][k]} (KL {kl_min[n]:.2f})" for n in NGRAM_ORDERS))
 
 # %% [markdown]
-# The check, for every seed in both regimes (the minima are broad, so we ask for a margin rather
-# than a step):
+# Checked for every seed in both regimes, with a margin rather than a step (the minima are broad):
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -140,12 +141,14 @@ for name, run in runs.items():
               f"to the bigram model after step 200: {bi > 200}")
 
 # %% [markdown]
-# In both regimes the GPT is closest to the unigram model first (within the first 100 steps) and
-# to the bigram model later (after step 200), and the KL to the unigram model rises again as it
-# moves on. That is the staircase's ordering, and it does not depend on the optimizer.
+# In both regimes the GPT is closest to the unigram model first (within 100 steps) and to the bigram
+# model later (after step 200), and its unigram KL rises again as it moves on: the staircase's
+# ordering, whatever the optimizer. It is no mark of small init, though: any learner that moves from
+# a uniform guess towards the data passes near the unigram model before the bigram one, and the
+# recorded standard-init runs (end of lesson) order their minima the same way. What small init adds
+# shows in the timing: SGD's short delay at ln V below, and, in the recorded runs, the pace.
 #
-# Where each run stands at the end is a different matter. Is the bigram minimum a real minimum,
-# one the curve has risen from again? And the trigram?
+# At the end, is the bigram minimum a real one, that the curve has risen from? And the trigram?
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -162,15 +165,16 @@ for name, run in runs.items():
 
 # %% [markdown]
 # Under Adam the bigram minimum is a real one: the GPT has passed the bigram model and moved away
-# from it again. Under SGD it has not yet: its bigram minimum lies within the last 300 steps, and
-# 800 steps end while it is still near its closest approach to the bigram model. In both regimes
-# the KL to the trigram model is still falling at the end, so its "minimum" (the last marked point)
-# is the end of the run, not a minimum we have seen, and the KL stays above 0.5 nats: the GPT is
+# from it again. Under SGD not yet: its bigram minimum lies within the last 300 steps, and the run
+# ends near its closest approach. In both regimes the KL to the trigram model is still falling over
+# the last 200 steps, and its marked "minimum" lies in the last few records (near step 790 under
+# Adam; near step 770 under SGD, on a curve that is nearly flat at about 1.3 over the last 100
+# steps). It is not a minimum the curve has risen from, and the KL stays above 0.5 nats: the GPT is
 # nowhere near *being* the trigram model. The recorded full-profile run at the end of the lesson
-# shows a trigram curve that does turn.
+# asks whether a bigger, longer run gets there.
 
 # %% [markdown]
-# ## What does not survive: the rest at ln V, and the pace
+# ## What does not survive: the delay at ln V, and the pace
 #
 # At γ = 1 the GPT's logits start near zero, so the loss starts at ln V. Under gradient descent a
 # small-init model waits there until the read-out has grown (lessons 03–04); under Adam every weight
@@ -190,13 +194,13 @@ print("SGD's loss jumps up by over 0.2 nats between two records at least once, e
 print("Adam's loss never jumps up by more than 0.2 nats:", bool((jumps["Adam, lr 0.01"] < 0.2).all()))
 
 # %% [markdown]
-# SGD rests at ln V for some 20–40 steps (short: the read-out of a GPT grows fast at this learning
-# rate) and leaves it with a drop; Adam is already well below ln V at the first record, step 10, as
-# on the synthetic task of lesson 08. Adam then reaches the bigram phase hundreds of steps sooner
-# (at least 250 in every seed), and smoothly, while SGD at this learning rate takes occasional
-# upward jumps (the spikes in its loss curve) that it recovers from. The init is the same, the
-# batches are the same: the *ordering* survives the change of optimizer, the *rest* on a rung and
-# the pace do not.
+# SGD stays near ln V for a short delay, the first two to four records (within 0.15 nats through
+# step 20, gone by step 50): far shorter than the rests of lessons 03–08, because the read-out of a
+# GPT grows fast at this learning rate. It leaves with a drop; Adam is already well below ln V at
+# the first record, step 10, as in lesson 08. Adam then reaches the bigram phase hundreds of steps
+# sooner (at least 250 in every seed), and smoothly, while SGD at this learning rate takes
+# occasional upward jumps (the spikes in its loss curve) that it recovers from. Same init, same
+# batches: the *ordering* survives the change of optimizer, the *delay* at ln V and the pace do not.
 
 # %% [markdown]
 # ## Loss against the n-gram entropies
@@ -222,26 +226,30 @@ print("Adam goes below H2 at least 200 steps before SGD:", max(below_h2["Adam, l
 # %% [markdown]
 # Both regimes pass H₁ and then H₂ (Adam hundreds of steps first), and both beat the bigram model's
 # loss before they are closest to its predictions. No contradiction: the KL measures how *different*
-# the GPT's predictions are from the bigram model's, in any direction, the loss only how *good* they
-# are, and a model can be better than the bigram model in places while still differing from it
-# elsewhere. Neither reaches H₃ in 800 steps: on held-out text these GPTs are still worse than the
-# trigram model.
+# the GPT's predictions are from the bigram model's, the loss only how *good* they are; a model can
+# beat the bigram model in places while still differing from it elsewhere. Neither reaches H₃ in 800
+# steps: on held-out text these GPTs are still worse than the trigram model.
 
 # %% [markdown]
 # ## Alignment, read against its shuffled band
 #
-# > **Think.** Lesson 02 said that CKA is far from 0 by chance when the embedding has few rows
-# > (here 76 characters) against many columns. Where should the shuffled band sit, and what must
-# > a curve do to mean anything?
+# > **Think.** Lesson 02 said that CKA is far from 0 by chance with few rows (here 76 characters)
+# > and many columns. Where should the shuffled band sit, and what must a curve do to mean anything?
 
 # %%
 # NBVAL_CHECK_OUTPUT
 steps = sgd.trajectory.steps
-for name, run in runs.items():
-    for signature, curve in run.alignment.items():
-        margin = (curve - run.alignment_band[signature][1])[:, steps >= 300]
+# each curve's margin over the top of its own model's shuffled band: [seeds, records]
+margins = {name: {s: c - run.alignment_band[s][1] for s, c in run.alignment.items()} for name, run in runs.items()}
+for name, by_signature in margins.items():
+    for signature, margin in by_signature.items():
         print(f"{name}, {signature}: above the top of its shuffled band by over 0.02 at every record from step 300 on, "
-              f"every seed: {bool((margin > 0.02).all())}")
+              f"every seed: {bool((margin[:, steps >= 300] > 0.02).all())}")
+lead = {name: (m["trigram"] - m["bigram"])[:, steps >= 100] for name, m in margins.items()}  # > 0: trigram's margin larger
+print("SGD: the trigram increment's margin exceeds the bigram signature's by over 0.02 at every record from step 100 on, "
+      "every seed:", bool((lead["plain SGD, lr 1.5"] > 0.02).all()))
+print("Adam: the bigram signature's margin exceeds the trigram increment's by over 0.05 at every record from step 100 on, "
+      "every seed:", bool((lead["Adam, lr 0.01"] < -0.05).all()))
 change = {name: {s: (c[:, -1] - c[:, steps == 200][:, 0]) for s, c in run.alignment.items()} for name, run in runs.items()}
 print("Adam: bigram CKA changes by less than 0.03 from step 200 to the end while the trigram CKA rises by over 0.03:",
       bool((change["Adam, lr 0.01"]["bigram"].abs() < 0.03).all() and (change["Adam, lr 0.01"]["trigram"] > 0.03).all()))
@@ -254,21 +262,42 @@ print("every shuffled band's top at the end between 0.2 and 0.4, and higher than
 adam_trigram = adam.alignment["trigram"][:, -1] - tops["Adam, lr 0.01"]["trigram"][:, -1]
 print("Adam: trigram CKA above its band's top at the end by less than 0.1:", bool((adam_trigram < 0.1).all()))
 
+# %%
+for name, m in margins.items():
+    print(f"{name}: margin over the band's top at the end, seeds 0 and 1: bigram signature "
+          f"{[round(v, 2) for v in m['bigram'][:, -1].tolist()]}, trigram increment {[round(v, 2) for v in m['trigram'][:, -1].tolist()]}")
+
 # %% [markdown]
-# The shuffled bands are high: with 76 rows, CKA against a signature that has nothing to do with
-# the tokens reaches 0.2–0.4 here, and the band rises as the embedding grows. Every curve stands
-# above its band from step 300 on, in both regimes: the embedding is aligned with both text
-# signatures, though the trigram increment only by a few hundredths under Adam. Under Adam the
-# alignment with the bigram signature has levelled off by step 200 while the trigram alignment is
-# still rising; under SGD both are still rising at the end. On the synthetic tasks the alignment
-# with the order-2 signature came after the order-1 one; here the margins are too small to date
-# the two, so we claim no order for the alignment.
+# The shuffled bands are high: with 76 rows, CKA against a signature that has nothing to do with the
+# tokens reaches 0.2–0.4 here, and the band rises as the embedding grows. Every curve stands above
+# its band from step 300 on, in both regimes: the embedding is aligned with both text signatures.
+# Raw CKA values of the two signatures cannot be compared directly (their bands sit at different
+# heights), but their margins over the band tops can, and there the two regimes disagree:
+#
+# * under **SGD** the trigram increment stands further above its band: at the end 0.15 over the
+#   band's top in both seeds, against 0.09 and 0.07 for the bigram signature (printed above), and
+#   its margin is the larger one by over 0.02 at every record from step 100 on (the check); both
+#   curves are still rising at the end;
+# * under **Adam** it is the other way round: 0.19 and 0.17 for the bigram signature against 0.04
+#   and 0.06 for the trigram increment, and the bigram margin is the larger one by over 0.05 at
+#   every record from step 100 on. The bigram alignment has levelled off by step 200 while the
+#   trigram alignment is still rising.
+#
+# On the synthetic tasks the alignment with the order-2 signature came after the order-1 one.
+# Adam's row is consistent with that order; SGD's row is not, since its trigram margin is the
+# larger one from step 100 on. So this small GPT does not show one order of alignment.
+#
+# The jump of both curves to about 0.3 at steps 10–20 comes while E − E₀ is still tiny, the sum of
+# ten or twenty batch updates. CKA ignores scale, so a few noisy updates can score as high as a
+# displacement grown for hundreds of steps. They settle by step 100; we read them from there.
 
 # %% [markdown]
 # ## What the GPT writes
 #
-# Text sampled from each regime's first GPT (seed 0) at four checkpoints (a newline as the prompt,
-# the same random numbers each time, so the samples are comparable).
+# Text sampled from each regime's first GPT (seed 0) at four checkpoints: the start, a tenth and a
+# third of the run, and the end (steps 0, 80, 266 = 800 // 3 and 800). Each sample starts from a
+# newline and uses the same random numbers, so the samples are comparable: where a model's
+# predictions have changed little, the same characters come out.
 
 # %%
 for name, run in runs.items():
@@ -276,6 +305,14 @@ for name, run in runs.items():
     for step, texts in run.samples.items():
         print(f"--- step {step} ---")
         print(texts[0].strip()[:120])
+
+# %% [markdown]
+# At step 0 both regimes write the same string of arbitrary characters: same weights, same random
+# numbers, and a near-uniform guess. Later samples have spaces between word-sized pieces, capitals
+# after a line break, commas, and short fragments of common words, but no English: both loss curves
+# end above the trigram model's loss. Some stretches recur from one checkpoint to the next, where
+# the predictions have barely moved. Across the regimes, Adam's sample at step 80 is about as far
+# along as SGD's at step 266: the difference in pace again.
 
 # %% [markdown]
 # ## The full profile (recorded on a GPU)
@@ -292,9 +329,8 @@ for name, run in runs.items():
 # ```
 #
 # We ran it once on an NVIDIA H200 with `benchmarks/lm_gpu.sh`, and ctxlab ships the curves of that
-# run, so we can look at them here without a GPU: they are loaded, not recomputed. That recording
-# kept the CKA curves but neither the embeddings nor a shuffled band, so its CKA cannot be read
-# against a baseline; the figure leaves it out.
+# run: they are loaded here, not recomputed, so no GPU is needed. That run kept the CKA curves but
+# not the embeddings or a shuffled band, so its CKA has no baseline, and the figure leaves it out.
 
 # %%
 full = recorded_lm_run()
@@ -318,11 +354,14 @@ print(f"held-out trigram entropy H3 = {full.entropies['trigram']:.2f}")
 # NBVAL_CHECK_OUTPUT
 small_full = [k for k, g in enumerate(full_traj.gammas) if g == 1.0]
 standard_full = [k for k, g in enumerate(full_traj.gammas) if g == 0.5]
+plateau = (full_traj.steps >= 1100) & (full_traj.steps <= 1700)
 for k in small_full:
-    m = [full_minima[n][k] for n in NGRAM_ORDERS]
-    kl3 = full_traj.extras["kl_trigram"][k]
-    print(f"γ = 1, seed {full_traj.seeds[k]}: minima in order unigram -> bigram -> trigram, 100+ steps apart: "
-          f"{m[0] + 100 <= m[1] and m[1] + 100 <= m[2]}; trigram KL risen by over 0.05 by the end: {float(kl3[-1] - kl3.min()) > 0.05}")
+    kl2, kl3 = (full_traj.extras[f"kl_{n}"][k] for n in ("bigram", "trigram"))
+    print(f"γ = 1, seed {full_traj.seeds[k]}: unigram minimum 100+ steps before the bigram minimum: "
+          f"{full_minima['unigram'][k] + 100 <= full_minima['bigram'][k]}; trigram KL within 0.06 of its lowest record "
+          f"from step 1100 to 1700 (flat, no turn): {float(kl3[plateau].max() - kl3.min()) < 0.06}; bigram KL below the "
+          f"trigram KL at every record to step 1600: {bool((kl2 < kl3)[full_traj.steps <= 1600].all())}; "
+          f"trigram KL risen by over 0.05 by the end: {float(kl3[-1] - kl3.min()) > 0.05}")
 h3_full = full.entropies["trigram"]
 print("every model's lowest held-out loss above H3 (by over 0.03):", bool((full_traj.loss.amin(-1) > h3_full + 0.03).all()))
 print("standard init: all three minima by step 400:", all(full_minima[n][k] <= 400 for n in NGRAM_ORDERS for k in standard_full))
@@ -338,21 +377,29 @@ print("recorded CKA at the end higher for standard init than for small init, bot
       all(float(c[standard_full].min()) > float(c[small_full].max()) + 0.05 for c in cka_end.values()))
 
 # %% [markdown]
-# At this size the trigram curve **does turn**: at γ = 1 the GPT is closest to the trigram model
-# 150–250 steps after its bigram minimum (the table above), and then moves away from it, as the
-# staircase picture predicts; standard init (γ = 0.5) races through all three phases in the first few hundred
-# steps. The GPT does *not* go past the trigram model in loss: every model's lowest held-out loss
-# stays above H₃. Moving away from the trigram model's predictions is not the same as beating it.
+# At this size the bigram minimum is a clear one at γ = 1 (steps 1100–1150): the KL to the bigram
+# model rises well above it again. The trigram curve does **not** turn that way: at γ = 1 its KL is
+# nearly flat from step 1100 to step 1700, within 0.06 of its lowest record (the check above), and
+# only then rises (to 0.86 and 0.81 at the end); the printed trigram "minimum", 150–250 steps after
+# the bigram one, is the lowest record of that plateau, not a turning point. Over the plateau the
+# GPT stays nearer the bigram model than the trigram model (the bigram KL is below the trigram KL at
+# every record to step 1600: the orange curves lie below the purple ones until about step 1700), and
+# a trigram KL of 0.67–0.68 at best is, by the quick profile's standard, nowhere near being the
+# trigram model. So the recording shows a unigram and a bigram phase, but no trigram phase. Standard
+# init (γ = 0.5) orders its KL minima the same way, 50 → 200 → 350 and 50 → 200 → 200, all within
+# the first 400 steps: the same order at both inits, a different pace. Nor does the GPT go past the
+# trigram model in loss: every model's lowest held-out loss stays above H₃.
+#
 # The 3000 steps show each model over 20 times as many tokens as the text has characters (and BPE
 # tokens are fewer than characters): the standard-init models start to memorise it within the
 # first 1000 steps, and their held-out loss climbs back by more than half a nat; the small-init
 # models bottom out late in the run, after step 2000.
 #
-# The recording also holds the CKA curves, and there **standard init ends with the higher CKA**
-# than small init, for both signatures, the opposite of what the synthetic lessons would lead one to
-# expect. Without a shuffled band we cannot say how much of either is alignment rather than chance
-# (with 512 rows and a larger, longer-trained embedding the band may sit elsewhere), so we report it
-# and draw no conclusion from it. Re-running the full profile (it now records the band) would settle it.
+# The recorded CKA curves show **standard init ending with the higher CKA** than small init, for
+# both signatures, the opposite of what the synthetic lessons would lead one to expect. Without a
+# shuffled band we cannot say how much of either is alignment rather than chance (with 512 rows and
+# a larger, longer-trained embedding the band may sit elsewhere), so we draw no conclusion from it;
+# re-running the full profile (it now records the band) would settle it.
 
 # %% [markdown]
 # > **Paper vs. this course.**
@@ -360,27 +407,33 @@ print("recorded CKA at the end higher for standard init than for small init, bot
 # > staircase of learning context order by order, and the alignment of embeddings with signatures
 # > of growing order, also show in real language-model training.
 # >
-# > *This course's reconstruction*: reading the staircase on text as a sequence of n-gram phases
-# > measured by KL to n-gram models, the bigram signature and trigram increment as the text
-# > signatures, the tiny GPT, the SGD-versus-Adam comparison and every setting are ours. The
-# > numbers above are measured in this notebook on a character-level model small enough for a
-# > laptop, except the full-profile curves, which were recorded by our own GPU run
-# > (`benchmarks/lm_gpu.sh`); none are taken from the paper.
+# > *What we reproduce*: the order of the unigram and bigram phases, in both regimes. We do not
+# > reproduce a trigram phase, nor an order of the alignment: SGD and Adam disagree on which text
+# > signature the embedding lines up with more.
+# >
+# > *This course's reconstruction*: reading the staircase on text as n-gram phases measured by KL to
+# > n-gram models, the bigram signature and trigram increment as the text signatures, the tiny GPT,
+# > the SGD-versus-Adam comparison and every setting are ours. The numbers above are measured in
+# > this notebook on a character-level model small enough for a laptop, except the full-profile
+# > curves, recorded by our own GPU run (`benchmarks/lm_gpu.sh`); none are taken from the paper.
 
 # %% [markdown]
 # ## Summary
 #
-# * Trained with plain SGD or with Adam from the same small init, the GPT is closest to the unigram
-#   model first and to the bigram model later, in every seed: the order of the KL minima survives
-#   the change of optimizer.
-# * What does not survive is what lessons 07–08 predicted: SGD rests at ln V for some 20–40
-#   steps, Adam does not; Adam reaches the bigram phase hundreds of steps sooner, without SGD's spikes.
+# * Trained with plain SGD or Adam from the same small init, the GPT is closest to the unigram model
+#   first and to the bigram model later, in every seed: the order of the KL minima survives the
+#   change of optimizer. It is no mark of small init: the recorded standard-init runs show it too.
+# * What does not survive is what lessons 07–08 predicted: SGD stays near ln V for a short delay
+#   (two to four records), Adam does not; Adam reaches the bigram phase hundreds of steps sooner,
+#   without SGD's spikes.
 # * In 800 steps only Adam's bigram minimum is a real one; in both regimes the KL to the trigram
 #   model is still falling at the end, and the held-out loss stays above H₃.
-# * The embedding's CKA with both text signatures stands above its shuffled band from step 300 on,
-#   under Adam by a small margin for the trigram increment; the bands are far from 0.
-# * The recorded full-profile GPU run (Adam) shows the trigram minimum turning, a held-out loss that
-#   never gets below H₃, and a higher (unbaselined) CKA for standard than for small init.
+# * The embedding's CKA with both text signatures stands above its shuffled band from step 300 on;
+#   the bands are far from 0. Which signature has the larger margin depends on the optimizer (the
+#   trigram increment under SGD, the bigram signature under Adam), so no order of alignment shows.
+# * The recorded full-profile GPU run (Adam) shows a clear bigram minimum but only a flat trigram
+#   plateau, no trigram phase; a held-out loss never below H₃; the same order of minima at both
+#   inits, faster at standard init; and a higher (unbaselined) CKA for standard than small init.
 #
 # **Next.** Open `exercises/09_gpt.ipynb`: build the smoothed bigram predictor, the KL to it, and
 # find the step where a model is closest. Lesson 10 asks whether a *pretrained* model's embedding

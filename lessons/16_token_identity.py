@@ -7,8 +7,8 @@
 # **Learning goals.** After this lesson you can
 # 1. measure how far each token's embedding moves in the first steps and fit the log-log slope
 #    of that update size against the token's frequency (E1 of lesson 04 predicts 1);
-# 2. split a loss curve into frequency bins and read, bin by bin, the step at which it comes
-#    down to each rung;
+# 2. split a loss curve into frequency bins and read, bin by bin, the step at which it is
+#    halfway down to each rung;
 # 3. say what re-injecting a context-free token table into every hidden layer changes for rare
 #    tokens here, and what it does not.
 #
@@ -24,7 +24,16 @@
 # token's embedding gets a small share of the gradient, so it stays under-trained. Its fix is
 # *EmbeddingMemory*: K extra context-free tables ("memory blocks") whose rows are read for every
 # token and injected into **every** layer, mixed by a softmax router that can also choose a
-# learnable *null bank* (inject nothing). The authors report up to K-fold gradient amplification.
+# learnable *null bank* (inject nothing). The paper states that K tables amplify a token's
+# gradient up to K-fold (the abstract itself only says the benefits are shown in theory and in
+# experiments).
+#
+# The abstract names a second failure, the *contextual collapse problem*: a model with few
+# parameters maps tokens with similar distributions to hidden states that cannot be told apart.
+# Lesson 13 met a close relative of it in the embedding: at small init, tokens with equal signatures
+# collapse to one direction (within-class cosine close to 1). There the tokens had identical
+# statistics, so nothing was lost; tokens that are only similar could be merged in the same way.
+# This lesson tests only the first failure, the rare-token problem.
 #
 # Lesson 04 gave the small-init version of the first half: by E1, token s's embedding moves at a
 # speed ∝ π(s) · ‖q_s − u‖, its frequency times the distance of its label distribution from
@@ -69,6 +78,7 @@ print("ladder H0..H3:", [round(h, 4) for h in task.plateau_levels()])
 per_bin = bin_levels(task.population, [keys[b] for b in frequency_bins(key_frequency(task), 4)])  # [4 bins, 4 levels]
 gap = (per_bin[:, 1:] - torch.tensor(task.plateau_levels()[1:], dtype=torch.float64)).abs().max()
 print("each frequency bin's own H1, H2, H3 equal the task's (within 1e-4):", bool(gap < 1e-4))
+print("each bin's own H0:", [round(v, 3) for v in per_bin[:, 0].tolist()], f"(ln 2 = {math.log(2):.3f})")
 print("each bin's own H0 within 0.02 of the task's H0, and below ln 2:",
       bool(((per_bin[:, 0] - task.plateau_levels()[0]).abs() < 0.02).all() and (per_bin[:, 0] < math.log(2)).all()))
 
@@ -121,17 +131,39 @@ for title, size in sizes.items():
 # %%
 fig = plots.update_size_figure(freq, sizes, slopes)
 
+# %%
+rarest, commonest = int(freq.argmin()), int(freq.argmax())
+ratios = {}
+for n in (1, 2):
+    table, emb = sizes[f"‖ΔT_s‖, K = {n}"], sizes[f"‖ΔE_s‖, K = {n}"]  # [seeds, keys], one model each
+    ratios[n] = table / emb
+    print(f"K = {n}: ‖ΔT_s‖ / ‖ΔE_s‖ over the 8 keys, per seed: "
+          + ", ".join(f"{float(r.min()):.1f}–{float(r.max()):.1f}" for r in ratios[n])
+          + f"; rarest key's ‖ΔT_s‖ / most frequent key's ‖ΔE_s‖: {[round(v, 2) for v in (table[:, rarest] / emb[:, commonest]).tolist()]}")
+
 # %% [markdown]
 # Every series lies on a line of slope 1: E's rows, with or without tables, and the table rows
 # themselves. The re-injected table adds parameters that move, but each of its rows is driven by
 # the same frequency factor as the embedding. At this order of the expansion, re-injection does
 # not take the frequency out of a token's update.
+#
+# Read the vertical axes as well as the slopes. The table rows move far more than the embedding
+# rows of the same model: 13 to 19 times more with one table, 19 to 24 times more with two
+# (summed over the tables; printed above), nearly the same ratio for every key of a seed. The
+# rarest key's table rows move 0.6–0.8 times as far as the most frequent key's embedding row with
+# one table, and 0.9–1.1 times as far with two. So the table does amplify every token's early
+# update, rare ones included: the amplification sits in the height of the line, not in its slope.
+# Two tables give about 1.3 times the ratio of one, not twice.
 
 # %%
 # NBVAL_CHECK_OUTPUT
 all_slopes = torch.cat(list(slopes.values()))
 print("every fitted slope (E and tables, K = 0, 1, 2, every seed) within 0.1 of 1:", bool((all_slopes - 1).abs().max() < 0.1))
 print("frequency range of the fit wider than a decade:", bool(freq.max() / freq.min() > 10))
+print("every key's table rows move more than 10 times as far as its embedding row (K = 1, 2, every seed):",
+      all(bool((r > 10).all()) for r in ratios.values()))
+print("two tables raise that ratio over one table by more than 10 %, every key and seed:",
+      bool((ratios[2] > 1.1 * ratios[1]).all()))
 
 # %% [markdown]
 # ## 2. Loss per frequency bin
@@ -145,10 +177,16 @@ print("frequency range of the fit wider than a decade:", bool(freq.max() / freq.
 fig = plots.bin_loss_figure(run)
 
 # %% [markdown]
-# Every bin's loss comes down from ln 2 towards H₃, passing H₁ and H₂ on the way. At γ = 0.75 the
-# treads are short, so we read the curves by when they cross the midpoints between levels. The
-# head bin (dark) comes down first and the tail bin (light) last, in every panel and seed. With a
-# table (middle, right) the first drop comes sooner, and the bins fan out more widely in time.
+# Every bin's loss starts at ln 2 = 0.693 (dotted black), the loss of a uniform guess, and rests
+# there until its first drop: for some 100 steps without a table, far shorter with one. The
+# dashed H₀ line is the task's, 0.681; each bin's own H₀ (dotted, in the bin's colour; printed
+# above) lies within 0.02 of it, the head bin's lowest (0.675) and the three rarer bins' almost
+# on ln 2 (0.690–0.692), since their labels' marginal is nearly uniform. It comes down
+# towards H₃, passing H₁ and H₂ on the way, and after 500 steps ends between about 0.48 and 0.51,
+# still above H₃. At γ = 0.75 the treads are short, so we read the curves by when they are
+# halfway down each stair, below the midpoint between two levels. The head bin (dark) comes down
+# first and the tail bin (light) last, in every panel and seed. With a table (middle, right) the
+# first drop comes sooner, and the bins fan out more widely in time.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -157,13 +195,16 @@ in_order = all(bool((r[:, 1:] >= r[:, :-1]).all() and (r[:, -1] > r[:, 0]).all()
 print("every rung: each bin no sooner than the bin before it, the tail after the head, every seed and K:", in_order)
 
 # %% [markdown]
-# ## 3. The step at which each bin reaches its rung
+# ## 3. The step at which each bin is halfway down to its rung
 #
-# A bin *reaches rung k* at the first recorded step where its loss is below the midpoint
-# (H_{k−1} + H_k)/2 of its own ladder (`RareTokenRun.rung_steps`, built on
-# `ctxlab.rungs.crossing_step`). A bin that never gets there is given the step `inf`: later
-# than anything recorded. Neither −1 nor 0 would do: both would pass for "very early" in a
-# comparison.
+# A bin is *halfway down to rung k* at the first recorded step where its loss is below the
+# midpoint (H_{k−1} + H_k)/2 of its own ladder (`RareTokenRun.rung_steps`, built on
+# `ctxlab.rungs.crossing_step`); this is the step printed for "rung k" below and the midpoint named
+# in each panel's title. It is not the step at which the bin reaches H_k (comes within 0.01 of
+# it): the bins are halfway down to rung 3 by step 470 at the latest, yet end the run between
+# about 0.48 and 0.51, most of them more than 0.01 above H₃. A bin that never gets halfway is
+# given the step `inf`: later than anything recorded. Neither −1 nor 0 would do: both would pass
+# for "very early" in a comparison.
 
 # %%
 reached = {n: run.rung_steps(n) for n in run.runs}  # [seeds, bins, rungs]
@@ -178,8 +219,16 @@ fig = plots.rung_step_figure(run)
 # Read the three panels from left to right. At rung 1 the table brings every bin forward, the
 # head bin most. Without a table the tail bin lags the head by less than a half; with one it
 # needs more than 1.8 times the head's steps. By rung 3 most of the head start is gone: every bin
-# gains less than it did at rung 1, and in this run the tail bin reaches rung 3 neither clearly
-# sooner nor clearly later than without a table (per seed, between 0.7 and 1.4 times as fast).
+# gains less than it did at rung 1, and in this run the tail bin is halfway down to rung 3
+# neither clearly sooner nor clearly later than without a table (per seed, between 0.7 and 1.4
+# times as fast).
+#
+# "The head bin most" depends on how a gain is counted. In steps saved at rung 1 the two ends gain
+# almost alike: with one table the head bin goes from 125–150 steps to 35, the tail bin from
+# 165–185 to 80–90, so the head saves only slightly more steps, seed by seed. As a ratio the
+# difference is large: the head's time shrinks about fourfold, the tail's about twofold. We use
+# the ratio because the question is whether rare tokens catch up, and learning times in the E1
+# picture scale as 1/π(s): on a log-step axis the ratio is the distance between the bins.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -187,23 +236,25 @@ none = reached[0]
 for n in (1, 2):
     with_t = reached[n]
     speedup = none / with_t  # > 1: the table got there sooner (same seed, same bin)
-    print(f"K = {n}: every bin reaches rung 1 sooner than without a table, every seed:", bool((speedup[..., 0] > 1).all()))
+    print(f"K = {n}: every bin is halfway down to rung 1 sooner than without a table, every seed:", bool((speedup[..., 0] > 1).all()))
     print(f"K = {n}: the head bin gains more at rung 1 than the tail bin, every seed:",
           bool((speedup[:, 0, 0] > speedup[:, -1, 0]).all()))
-    print(f"K = {n}: tail needs > 1.8x the head's steps to reach rung 1:", bool((with_t[:, -1, 0] > 1.8 * with_t[:, 0, 0]).all()))
+    print(f"K = {n}: tail needs > 1.8x the head's steps to get halfway down to rung 1:", bool((with_t[:, -1, 0] > 1.8 * with_t[:, 0, 0]).all()))
     print(f"K = {n}: every bin gains less at rung 3 than at rung 1:", bool((speedup[..., 2] < speedup[..., 0]).all()))
     print(f"K = {n}: the tail bin's rung-3 speed-up lies between 0.7 and 1.4:",
           bool(((speedup[:, -1, 2] > 0.7) & (speedup[:, -1, 2] < 1.4)).all()))
-print("K = 0: tail needs < 1.5x the head's steps to reach rung 1:", bool((none[:, -1, 0] < 1.5 * none[:, 0, 0]).all()))
+print("K = 0: tail needs < 1.5x the head's steps to get halfway down to rung 1:", bool((none[:, -1, 0] < 1.5 * none[:, 0, 0]).all()))
 
 # %% [markdown]
-# So, measured here: re-injection speeds up the first rung, but it helps frequent tokens more than
-# rare ones. The rare-to-frequent lag, as a ratio of steps, *grows* from below 1.5 to above 1.8.
-# On the last rung this run shows no systematic gain for the rare bin. One reading, consistent with
-# E1 but not tested further here: without a table, every key waits for the same shared weights
-# to leave the small-init plateau, and that shared wait dominates. A table row reaches the
-# logits through fewer small factors, so the shared wait shrinks, and what remains is each
-# token's own time, ∝ 1/π(s).
+# So, measured here: re-injection speeds up the first rung, but, as a ratio of steps, it helps
+# frequent tokens more than rare ones. The rare-to-frequent lag *grows* from below 1.5 to above
+# 1.8. On the last rung this run shows no systematic gain for the rare bin. One reading, consistent
+# with E1 but not tested further here: without a table, every key waits for the same shared
+# weights to leave the small-init plateau, and that shared wait dominates. A table row reaches the
+# logits through fewer small factors, so the shared wait shrinks and each token's own frequency
+# shows more. It does not show in full: a time ∝ 1/π(s) would have the tail bin (0.05 of the rows)
+# wait more than ten times as long as the head bin (0.70), and with a table it waits two to three
+# times as long (80–100 steps against 35–40).
 #
 # ### Does the router use the tables?
 #
@@ -226,30 +277,38 @@ print("every layer moved weight off the null bank (below 0.2 at the end), every 
 
 # %% [markdown]
 # > **Paper vs. this course.**
-# > *Paper (from its abstract and method summary):* TIDE adds K context-free memory blocks,
-# > injected into every layer of a transformer LM through a depth-conditioned softmax router with
-# > a learnable null bank. It claims the rare-token problem (an embedding's gradient scales with
-# > its frequency under Zipf), a K-fold gradient amplification, and gains on language modelling
-# > and downstream tasks at LLM scale.
+# > *Paper (from its abstract and its description of the method):* TIDE adds K context-free memory
+# > blocks, injected into every layer of a transformer LM through a depth-conditioned softmax router
+# > with a learnable null bank. It names two failures of a single input lookup, the rare-token
+# > problem (an embedding's gradient scales with its frequency under Zipf) and contextual collapse
+# > (similar tokens mapped to indistinguishable hidden states), states up to K-fold gradient
+# > amplification, and reports gains on language modelling and downstream tasks at LLM scale.
 # > *This course:* a two-hidden-layer Emb-MLP, not a transformer, on a synthetic task of 24 tokens
 # > with Zipf-weighted keys; K = 1 or 2 tables summed over the sequence's tokens, a per-layer
 # > softmax router whose null option is a fixed zero vector (not learned), full-batch GD at
 # > γ = 0.75, 3 seeds. We confirm the frequency law: embedding updates ∝ π(s), slope 1 within
-# > 0.1. We also find that the table rows obey the same law. The tables speed up the first rung,
-# > but more for frequent than for rare keys, and bring no systematic gain on the last rung.
-# > This says nothing about TIDE's results at scale (long training, Adam, text where a rare
-# > token's context is rare too). It does say that, at small init under gradient descent,
-# > re-injection does not by itself remove the frequency factor from a token's learning.
+# > 0.1. We also find that the table rows obey the same law, while moving some 13–24 times further
+# > than the embedding rows: an amplification for every token, not a removal of the frequency
+# > factor. The tables speed up the first rung, but as a ratio more for frequent than for rare
+# > keys, and bring no systematic gain on the last rung. We do not test contextual collapse, and
+# > we do not separate re-injection at every layer from simply having more token parameters (a
+# > model with the extra table at the input only would). This says nothing about TIDE's results
+# > at scale (long training, Adam, text where a rare token's context is rare too). It does say
+# > that, at small init under gradient descent, re-injection does not by itself remove the
+# > frequency factor from a token's learning.
 
 # %% [markdown]
 # ## Summary
 #
 # * A key's embedding update in the first steps is ∝ its frequency (log-log slope 1 within 0.1,
-#   every seed), as E1 predicts. A re-injected table's rows follow the same law.
-# * Loss per frequency bin: the head of the Zipf curve reaches each rung first, the tail last.
-# * Re-injecting a table (K = 1 or 2) brings rung 1 forward for every bin, the head most. The tail
-#   falls further behind in relative terms, and on rung 3 the gain is gone.
+#   every seed), as E1 predicts. A re-injected table's rows follow the same law, at a level some
+#   13–24 times higher.
+# * Loss per frequency bin: the head of the Zipf curve is halfway down to each rung first, the
+#   tail last.
+# * Re-injecting a table (K = 1 or 2) brings rung 1 forward for every bin, the head most as a
+#   ratio (in steps saved the bins gain almost alike). The tail falls further behind in relative
+#   terms, and on rung 3 the gain is gone.
 # * The router keeps the tables: the null bank ends below 0.2 everywhere.
 #
 # **Next.** Open `exercises/16_token_identity.ipynb`: fit the log-log slope, compute the loss of a
-# frequency bin, and find the step at which a bin reaches its rung, "never" included.
+# frequency bin, and find the step at which a bin is halfway down to its rung, "never" included.

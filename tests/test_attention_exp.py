@@ -85,7 +85,7 @@ def test_command_writes_strict_json_and_figure(tmp_path, capsys):
     code = main(shlex.split(f"attention --steps 10 --seeds 2 --gammas 1 1.5 --profile quick --no-progress "
                             f"--out {figs} --json {numbers}"))
     out = capsys.readouterr().out
-    assert code == 0 and "uniform end-H2" in out
+    assert code == 0 and "uniform: end - H(Y|key,x_p)" in out
     saved = json.loads(numbers.read_text(), parse_constant=lambda c: pytest.fail(f"{c} in the JSON"))
     assert set(saved) >= {"task", "seq_len", "levels", "runs", "baseline_runs", "seconds"}
     assert [lv["order"] for lv in saved["levels"]] == [0, 1, 2]
@@ -171,3 +171,25 @@ def test_readout_last_reads_the_last_position_and_bad_readouts_fail():
         torch.testing.assert_close(last(x), per_position[:, :, -1])
     with pytest.raises(ValueError, match="readout"):
         make_model("attention", task, readout="first", **kwargs)
+
+
+def test_side_levels_name_the_bag_floor_and_the_partial_read_and_are_drawn():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from ctxlab.attention_exp import BAG_NAME, side_levels
+    from ctxlab.plots import label_side_levels
+    from ctxlab.tasks import make_task
+
+    task = pointer_task(n_ctx=3)
+    levels = side_levels(task)
+    assert levels == [(BAG_NAME, task.info["bag_level"]), ("2 of 3 positions read", task.info["partial_levels"][-1])]
+    last, key = task.info["levels"][-1], task.info["levels"][1]
+    assert all(last < loss < key for _, loss in levels)  # both lie on the last stair
+    assert side_levels(make_task("partner")) == []  # a task without a bag floor has none
+    fig, ax = plt.subplots()
+    label_side_levels(ax, levels)
+    assert [t.get_text() for t in ax.texts] == [f"{n} = {v:.3f}" for n, v in levels] and len(ax.lines) == 2
+    plt.close(fig)

@@ -124,3 +124,18 @@ def test_composition_run_is_the_probed_run_of_its_grid():
     assert torch.equal(run.steps, direct.steps) and torch.equal(run.embeddings, direct.embeddings[:, -1])
     for name in ("train_acc", "composed", "symmetric"):
         assert torch.equal(getattr(run, name), direct.extras[name])
+
+
+def test_composition_figure_splits_composed_and_copied_and_draws_one_key():
+    from types import SimpleNamespace
+
+    from ctxlab.plots import composition_figure
+
+    T = 5
+    run = SimpleNamespace(gammas=[0.5, 0.5, 1.0], steps=torch.arange(T) * 20, train_acc=torch.rand(3, T),
+                          composed=torch.rand(3, T), symmetric=torch.rand(3, T))
+    fig = composition_figure(run, n_keys=20)
+    train_ax, composed_ax, copied_ax = fig.axes
+    assert len(train_ax.lines) == 3 and len(composed_ax.lines) == 3 + 1 and len(copied_ax.lines) == 3 + 1
+    assert composed_ax.lines[-1].get_ydata()[0] == pytest.approx(0.05)  # one key in 20
+    assert (copied_ax.lines[0].get_ydata() == run.symmetric[0].numpy()).all()

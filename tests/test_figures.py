@@ -93,6 +93,32 @@ def test_the_command_writes_the_gallery(tmp_path, capsys):
     assert sorted(p.name for p in (tmp_path / "figs").iterdir()) == [f"{CHEAP}.json", f"{CHEAP}.png", "index.html"]
 
 
+def test_every_thumbnail_was_made_by_the_current_code():
+    from ctxlab.gallery import stale
+
+    assert stale(ROOT / "gallery", REGISTRY, ROOT) == {}, "stale thumbnails: run `python site/thumbnails.py --only NAME ...`"
+
+
+def test_a_changed_module_or_a_replaced_thumbnail_is_caught(tmp_path):
+    from ctxlab.gallery import MANIFEST, file_sha, fingerprint, maker_source, stale
+
+    registry = {"fig": REGISTRY[CHEAP], "other": REGISTRY[CHEAP]}
+    (tmp_path / "ctxlab").mkdir()
+    (tmp_path / "ctxlab" / "plot.py").write_text("x = 1\n")
+    (tmp_path / "gallery").mkdir()
+    (tmp_path / "gallery" / "fig.png").write_bytes(b"png")
+    entry = {"code": fingerprint(["ctxlab/plot.py"], tmp_path, maker_source(REGISTRY[CHEAP])), "modules": ["ctxlab/plot.py"], "numbers": "",
+             "thumbnail": file_sha(tmp_path / "gallery" / "fig.png")}
+    (tmp_path / "gallery" / MANIFEST).write_text(json.dumps({"fig": entry}))
+    assert stale(tmp_path / "gallery", {"fig": registry["fig"]}, tmp_path) == {}
+    assert "no thumbnail" in stale(tmp_path / "gallery", registry, tmp_path)["other"]
+    (tmp_path / "ctxlab" / "plot.py").write_text("x = 2\n")
+    assert "changed" in stale(tmp_path / "gallery", {"fig": registry["fig"]}, tmp_path)["fig"]
+    (tmp_path / "ctxlab" / "plot.py").write_text("x = 1\n")
+    (tmp_path / "gallery" / "fig.png").write_bytes(b"other png")
+    assert "not the one" in stale(tmp_path / "gallery", {"fig": registry["fig"]}, tmp_path)["fig"]
+
+
 def test_the_readme_shows_every_figure():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     for entry in REGISTRY.values():

@@ -16,7 +16,7 @@ from ctxlab import checks
 from ctxlab.course import check_name, grade_cells, read
 
 CONTRACT = all_contracts()
-WRONG = [(c.check, name, fn) for c in CONTRACT for name, fn in c.wrong.items()]
+WRONG = [(c.check, name, fn, c.hints.get(name)) for c in CONTRACT for name, fn in c.wrong.items()]
 
 
 @pytest.mark.parametrize("contract", CONTRACT, ids=lambda c: c.check.__name__)
@@ -30,13 +30,18 @@ def test_at_least_three_wrong_answers(contract):
     assert len(contract.wrong) >= 3
 
 
-@pytest.mark.parametrize(("check", "mistake", "fn"), WRONG, ids=[f"{c.__name__}-{m}" for c, m, _ in WRONG])
-def test_wrong_answer_is_rejected_with_a_hint(check, mistake, fn, capsys):
+@pytest.mark.parametrize(("check", "mistake", "fn", "hint"), WRONG, ids=[f"{c.__name__}-{m}" for c, m, _, _ in WRONG])
+def test_wrong_answer_is_rejected_with_a_hint(check, mistake, fn, hint, capsys):
     with pytest.raises(AssertionError) as err:
         check(fn)
     first = str(err.value).splitlines()[0]
     assert first.startswith(check.__name__) and "case" in first
+    assert hint is None or hint in first, f"the hint for '{mistake}' should name it ('{hint}'): {first}"
     assert "PASS" not in capsys.readouterr().out
+
+
+def test_every_named_hint_belongs_to_a_wrong_answer():
+    assert all(set(c.hints) <= set(c.wrong) for c in CONTRACT)
 
 
 @pytest.mark.parametrize("contract", CONTRACT[:1], ids=lambda c: c.check.__name__)

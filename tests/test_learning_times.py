@@ -208,3 +208,15 @@ def test_text_learning_times_run_order_and_draw():
     fig = spectra_figure({"text": (result.fit.tau, result.orders, {0: "unigram", 1: "bigram", 2: "trigram"})}, {"text": 8})
     assert len(fig.axes) == 1
     plt.close("all")
+
+
+def test_order_levels_push_close_labels_apart_but_keep_the_lines():
+    from ctxlab.plots import order_levels
+
+    fig, ax = plt.subplots()
+    ax.set_ylim(0, 10)
+    order_levels(ax, [3.0, 4.78, 5.21])  # orders 1 and 2 0.43 apart: 4 % of the height
+    ys = sorted(t.xy[1] for t in ax.texts)
+    assert ys[2] - ys[1] >= 0.06 - 1e-9 and ys[0] == pytest.approx(0.3)
+    assert sorted(line.get_ydata()[0] for line in ax.lines) == [3.0, 4.78, 5.21]
+    plt.close(fig)

@@ -98,3 +98,21 @@ def test_departure_step():
     assert departure_step(steps, curve[2:], 0.1).tolist() == [10]
     with pytest.raises(ValueError):
         departure_step(steps, curve[:, :3], 0.1)
+
+
+def test_whether_levels_lie_between_the_rungs_and_are_the_coarse_entropies():
+    from ctxlab.theory import plateau_levels, whether_levels
+
+    task = hierarchy_task()
+    levels, subs = plateau_levels(task.population), whether_levels(task)
+    assert [name for name, _ in subs] == ["H(Y | [A(x1)=0])", "H(Y | x1, [A(x2)=0])", "H(Y | x1, x2, [A(x3)=0])"]
+    assert all(hi > h > lo for (_, h), hi, lo in zip(subs, levels, levels[1:]))
+    data, attr = task.population, task.info["attribute"]
+    zero = attr[data.x[:, 0]] == 0  # by hand: the label's entropy within each of the two groups, weighted
+    by_hand = 0.0
+    for group in (zero, ~zero):
+        w = data.weights[group].double()
+        p = (w[:, None] * data.targets()[group].double()).sum(0) / w.sum()
+        by_hand -= float(w.sum() * (p * p.clamp_min(1e-300).log()).sum())
+    assert abs(subs[0][1] - by_hand) < 1e-6  # float32 weights
+    assert whether_levels(hierarchy_task(block=8, n_values=2)) == []

@@ -45,6 +45,23 @@ def test_product_map_reproduces_the_logits():
     assert torch.allclose(onehot @ A[0].T, model(x)[0].double(), atol=1e-5)
 
 
+
+def test_product_map_takes_a_model_from_a_re_imported_ctxlab():
+    """`ctxlab grade` re-imports ctxlab before each check: the check's model and the learner's imported
+    product_map then come from two copies of the package."""
+    import importlib.util
+
+    import ctxlab.models
+
+    spec = importlib.util.spec_from_file_location("ctxlab_models_copy", ctxlab.models.__file__)
+    copy = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(copy)
+    task = modes_task()
+    model = copy.LinearEmb(task.vocab_size, task.seq_len, task.n_labels, d=8, gamma=1.0, seed=0)
+    assert not isinstance(model, LinearEmb)
+    assert torch.equal(product_map(model), product_map(make_model("linear", task, gamma=1.0, seed=0, d=8)))
+
+
 def test_modes_task_singular_values_follow_the_strengths():
     task = modes_task((0.5, 0.3, 0.15))
     assert make_task("modes").name == "modes"

@@ -143,3 +143,21 @@ def test_progress_bars_end_at_n_of_n(task, monkeypatch):
     tokens = torch.randint(0, 5, (300,), generator=torch.Generator().manual_seed(0))
     train_lm(TinyGPT(5, 4, d=4, n_layers=1, n_heads=1), tokens, 6, eval_tokens=tokens, batch_size=4, progress=True)
     assert sorted(set(bars)) == [(6, 6), (7, 7)]  # closed (maybe twice: exit and __del__) at N/N
+
+
+def test_one_weight_decay_per_model_is_the_runs_one_by_one():
+    from ctxlab.models import EmbMLP
+    from ctxlab.tasks import hierarchy_task
+
+    task = hierarchy_task(block=4, n_values=2)
+    decays = [0.0, 3e-3, 1e-2]
+    batched = train(EmbMLP(task.vocab_size, task.seq_len, task.n_labels, d=8, hidden=16, gamma=1.0, seed=[0, 0, 0]),
+                    task.population, 60, weight_decay=decays, record_every=20, progress=False)
+    for k, lam in enumerate(decays):
+        alone = train(EmbMLP(task.vocab_size, task.seq_len, task.n_labels, d=8, hidden=16, gamma=1.0, seed=0),
+                      task.population, 60, weight_decay=lam, record_every=20, progress=False)
+        torch.testing.assert_close(batched.loss[k], alone.loss[0], rtol=1e-6, atol=1e-7)
+    assert batched.config["weight_decay"] == pytest.approx(decays)
+    with pytest.raises(ValueError, match="weight_decay"):
+        train(EmbMLP(task.vocab_size, task.seq_len, task.n_labels, d=8, hidden=16, seed=[0, 1]), task.population, 1,
+              weight_decay=[0.1, -1.0], progress=False)

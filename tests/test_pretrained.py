@@ -82,3 +82,17 @@ def test_lesson10_claims_hold_on_the_shipped_text(no_network):
     assert all(b.excess > 0.03 for b in by_bin)
     assert by_bin[0].excess > by_bin[-1].excess + 0.05 and by_bin[0].rsa > by_bin[-1].rsa + 0.1
     assert result.reliability[0] > result.reliability[-1] + 0.2  # the rare bins' signature is noisier too
+
+
+def test_frequency_alignment_figure_draws_the_excess_against_the_shuffles_band():
+    from types import SimpleNamespace
+
+    from ctxlab.plots import frequency_alignment_figure
+
+    bins = [pretrained.BinAlignment((100 * i, 100 * i + 99), 0.45, 0.25 + 0.02 * i, 0.4 - 0.1 * i, 0.01) for i in range(4)]
+    fig = frequency_alignment_figure(SimpleNamespace(by_bin=bins, reliability=[0.9, 0.7, 0.6, 0.6]))
+    raw, excess, rsa = fig.axes
+    heights = [round(p.get_height(), 6) for p in excess.patches]
+    assert heights[:4] == [0.04] * 4  # the ± 2-spread band, centred on 0
+    assert heights[4:] == [round(b.excess, 6) for b in bins]
+    assert excess.patches[0].get_y() == pytest.approx(-0.02)

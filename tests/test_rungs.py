@@ -116,3 +116,13 @@ def test_longest_tread_at_a_level():
     assert (found.first, found.last, found.level) == (400, 695, pytest.approx(0.796))
     assert longest_tread_at(STEPS, loss, 0.8, tol=0.001) is None
     assert longest_tread_at(STEPS, loss, 0.65) is None
+
+
+def test_halfway_down_is_not_reaching_the_level():
+    """A curve that crosses the midpoint but ends 0.04 above H_1 has an onset, has not reached H_1 and ends on nothing."""
+    steps = torch.arange(0, 1000, 10)
+    loss = torch.where(steps < 300, torch.tensor(1.0), torch.tensor(0.54, dtype=torch.float32)).double()
+    read = measure_rungs(steps, loss, [1.0, 0.5])
+    assert read.onsets() == [0, 300] and read.reached() == [0, -1] and read.ends_on is None
+    closer = measure_rungs(steps, torch.where(steps < 600, loss, torch.tensor(0.505, dtype=torch.float64)), [1.0, 0.5])
+    assert closer.reached() == [0, 600] and closer.onsets() == [0, 300] and closer.ends_on == 1

@@ -103,3 +103,16 @@ def test_class_collapse_follows_the_hierarchy_groups_over_training():
         assert within.shape == between.shape == (2, 3)
         assert torch.allclose(within[:, -1], align.class_cosines(run.end, classes, tokens=tokens)[0])
     assert run.onsets.shape == (2, 3) and set(run.mean_onsets) == {1.0, 0.5}
+
+
+def test_at_matched_loss_reads_each_model_where_its_loss_first_gets_that_low():
+    loss = torch.tensor([[3.0, 2.5, 2.7, 2.0], [3.0, 2.9, 2.8, 2.6]])
+    values = torch.arange(8.0).reshape(2, 4)
+    read = align.at_matched_loss(loss, values, [2.8, 2.5, 1.0])
+    assert read.shape == (2, 3) and read.dtype == torch.float64
+    assert read[0, :2].tolist() == [1.0, 1.0]  # the first step at or below, not a later one
+    assert read[1, 0] == 6.0 and torch.isnan(read[1, 1:]).all() and torch.isnan(read[0, 2])  # never that low
+    steps = align.at_matched_loss(loss, torch.tensor([0, 10, 20, 30]).expand(2, 4), [2.6])
+    assert steps.flatten().tolist() == [10.0, 30.0]
+    with pytest.raises(ValueError, match="same shape"):
+        align.at_matched_loss(loss, values[:, :3], [2.8])

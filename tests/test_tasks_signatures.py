@@ -153,3 +153,14 @@ def test_task_plateau_levels_prefer_the_tasks_own_ladder():
     assert hierarchy_task().plateau_levels() == pytest.approx([1.0986, 0.9503, 0.8419, 0.6630], abs=1e-4)
     partner = partner_task(n_keys=6, n_partners=6, n_fillers=1, seq_len=6)
     assert partner.plateau_levels() == pytest.approx(list(partner.info["levels"]))
+
+
+def test_group_equal_columns_puts_equal_columns_side_by_side_within_each_block():
+    from ctxlab.plots import group_equal_columns
+
+    # rows 0-1 are one block, row 2 another; columns 0 and 2 are equal, as are 1 and 3
+    m = torch.tensor([[1.0, -1.0, 1.0, -1.0, 0.0], [2.0, 0.5, 2.0, 0.5, 0.0], [0.0, 0.0, 0.0, 0.0, 3.0]]).double()
+    out = group_equal_columns(m)
+    assert sorted(map(tuple, out.T.tolist())) == sorted(map(tuple, m.T.tolist()))  # a reordering only
+    assert torch.equal(out[:, 0], out[:, 1]) and torch.equal(out[:, 2], out[:, 3])
+    assert out[2, -1] == 3.0  # the block that starts lower stays to the right

@@ -158,7 +158,10 @@ def test_experiment_records_bins_updates_and_routing():
     assert reached.shape == (2, 4, 3) and bool(torch.isinf(reached[..., 2]).all())  # 20 steps: no rung 3 yet
     with pytest.raises(ValueError, match="n_tables=2"):
         run.rung_steps(2)
-    assert len(bin_loss_figure(run).axes) == 2
+    panels = bin_loss_figure(run).axes
+    assert len(panels) == 2
+    dotted = sorted(round(float(line.get_ydata()[0]), 4) for line in panels[0].lines if line.get_linestyle() == ":")
+    assert dotted == sorted([round(float(h), 4) for h in run.bin_levels[:, 0]] + [round(math.log(2), 4)])  # own H0s, ln 2
     never = rung_step_figure(run).axes[2]  # rung 3 is never reached: every seed and bin an x on the top edge
     assert sum(len(c.get_offsets()) for c in never.collections) == 2 * 2 * 4
     sizes = {"E": run.runs[1]["key_updates"], "T": run.runs[1]["table_updates"]}

@@ -218,7 +218,7 @@ def test_signature_compute_draw_and_explorer():
     view = compute_signature(SignatureSettings(task_args=(("block", 3),), order=2))
     assert view.signature.matrix.shape[0] == 9 and view.signature.order == 2
     fig = draw_signature(view, 4)
-    assert len(fig.axes) == 3
+    assert len(fig.axes) == 4  # row, cosine matrix and its colour bar, ladder
     with pytest.raises(IndexError, match="token"):
         draw_signature(view, 9)
     assert draw_signature(view, 4).axes[0].patches[0].get_data().values.shape == (view.signature.matrix.shape[1],)

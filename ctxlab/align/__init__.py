@@ -22,6 +22,7 @@ from ctxlab.align.metrics import (
 )
 from ctxlab.align.neighbours import (
     ClassCollapse,
+    at_matched_loss,
     class_collapse,
     class_cosines,
     hierarchy_class_groups,
@@ -39,6 +40,7 @@ __all__ = [
     "NoiseSweep",
     "align_trajectory",
     "as_matrix",
+    "at_matched_loss",
     "cka",
     "cka_shuffle_range",
     "class_collapse",

@@ -1,5 +1,6 @@
 """The semantic structure of an embedding (lessons 13 and beyond): nearest neighbours, their overlap
-with a signature's, and how tokens of one signature class gather while other classes part."""
+with a signature's (read over training, or at matched loss), and how tokens of one signature class
+gather while other classes part."""
 
 from __future__ import annotations
 
@@ -75,6 +76,24 @@ def overlap_trajectory(traj, S, k: int = 5, tokens=None, relative_to_init: bool 
     return out
 
 
+def at_matched_loss(loss: Tensor, values: Tensor, levels) -> Tensor:
+    """``values`` [K, T] read at each model's first recorded step with ``loss`` [K, T] at or below
+    each of ``levels`` [n]: [K, n], NaN where a model never got that low.
+
+    Runs compared after the same number of steps may differ only in how far training has got
+    (one init may simply be further along). Compared at the same loss, they are at the same point
+    of progress, whatever number of steps it took each of them.
+    """
+    loss, values = torch.as_tensor(loss), torch.as_tensor(values).to(torch.float64)
+    levels = torch.as_tensor(finite(levels, "levels"), dtype=loss.dtype).reshape(-1)
+    if loss.ndim != 2 or values.shape != loss.shape:
+        raise ValueError(f"need loss [K, T] and values of the same shape, got {tuple(loss.shape)} and {tuple(values.shape)}")
+    hit = loss[:, None, :] <= levels[None, :, None]  # [K, n, T]
+    first = hit.to(torch.int8).argmax(-1)  # [K, n]: the first True (0 where there is none)
+    read = values.gather(1, first)
+    return read.masked_fill(~hit.any(-1), float("nan"))
+
+
 def signature_classes(*signatures, tol: float = 1e-6) -> Tensor:
     """Class id of every token [V]: tokens share a class iff their rows agree (within ``tol``) in
     every given signature. Classes are numbered in order of their first token.
@@ -136,8 +155,8 @@ class ClassCollapse:
     """Within- and between-class cosines of an Emb-MLP ensemble over training (lesson 13's headline).
 
     gammas, seeds: per model; steps [T]; cosines: group name -> (within [K, T], between [K, T]);
-    onsets [K, n]: stair onsets (-1 if not reached); mean_onsets: γ -> the mean onset of every stair
-    that all of that γ's seeds reached; start, end [K, V, d]: the first and last embedding tables.
+    onsets [K, n]: stair onsets (-1: never halfway down); mean_onsets: γ -> the mean onset of every stair
+    that all of that γ's seeds got halfway down; start, end [K, V, d]: the first and last embedding tables.
     """
 
     gammas: list[float]

@@ -35,6 +35,11 @@ from ctxlab.checks.lesson03 import (
 from ctxlab.checks.lesson03_build import check_03_build_staircase
 from ctxlab.checks.lesson04 import check_04_e1_velocity, check_04_update_ratio
 from ctxlab.checks.lesson05 import check_05_growth_rate, check_05_singular_values, check_05_switch_on_order
+from ctxlab.checks.lesson05_build import (
+    check_05_measure_switch_on,
+    check_05_predict_switch_on,
+    check_05_switch_on_prediction,
+)
 from ctxlab.checks.lesson06 import check_06_next_pairs, check_06_pair_residual
 from ctxlab.checks.lesson07 import check_07_leaves_uniform, check_07_uniform_output
 from ctxlab.checks.lesson08 import check_08_layernorm_norms, check_08_no_plateau_corner
@@ -56,6 +61,7 @@ __all__ = [
     "check_03_stair_onsets",
     "check_04_e1_velocity", "check_04_update_ratio",
     "check_05_growth_rate", "check_05_singular_values", "check_05_switch_on_order",
+    "check_05_measure_switch_on", "check_05_predict_switch_on", "check_05_switch_on_prediction",
     "check_06_next_pairs", "check_06_pair_residual",
     "check_07_leaves_uniform", "check_07_uniform_output",
     "check_08_layernorm_norms", "check_08_no_plateau_corner",

@@ -1,7 +1,7 @@
 """Checks for the exercises of lesson 03 (the staircase, observed): reading curves rung by rung.
 
 The rung-reading checks use synthetic loss curves from :mod:`ctxlab.synthetic` (treads, slides
-through a level, treads at unpredicted sub-levels, spikes, stairs never reached, irregular
+through a level, treads at unpredicted sub-levels, spikes, stairs never gone halfway down, irregular
 recording steps, other ladders): each runs in well under a second and its reference answers come
 from :mod:`ctxlab.rungs`. The build-it exercise has its own module, :mod:`ctxlab.checks.lesson03_build`.
 """
@@ -56,7 +56,7 @@ def _curves() -> list[tuple[str, Tensor, Tensor, tuple[float, ...], bool]]:
         ("a slide through H1 to an unpredicted sub-level at 0.585", s5, slide, BINARY, False),
         ("a spike of 0.02 on the H2 tread and a bump of 0.03 on H0", s5,
          spike(s5, spike(s5, clean, 700, 0.02), 60, 0.03), BINARY, True),
-        ("the last stair never reached, irregular recording steps", irregular,
+        ("never halfway down the last stair, irregular recording steps", irregular,
          staircase_curve(irregular, [(H0,), (H1 + 0.004, 300), (H2 + 0.005, 900)], seed=5), BINARY, True),
         ("leaves H0, climbs back onto it, then leaves for good", s5, bounce, BINARY, True),
         ("standard init: starts above H0, a 4-step H1, ends 0.003 above H3", s5, standard, BINARY, True),
@@ -177,7 +177,7 @@ def check_03_stair_onsets(fn: Callable[[Tensor, Tensor, Sequence[float]], list])
 
     diagnoses = [
         Diagnosis(variant(index=True), "those are positions in the arrays, not training steps: return steps[i]"),
-        Diagnosis(variant(never=0), "a stair that is never reached has onset -1, not 0 (0 would mean: reached at the very start)"),
+        Diagnosis(variant(never=0), "a stair the curve never gets halfway down has onset -1, not 0 (0 would mean: halfway down at the very start)"),
         Diagnosis(variant(at_level=True), "you waited for the loss to reach H_k itself; a tread often sits a little above it, so use the midpoint (H_(k-1) + H_k) / 2"),
         Diagnosis(variant(last=True), "that is when the loss goes below the midpoint for good; the onset is the first time it is below"),
         Diagnosis(variant(inclusive=True), "a loss exactly equal to the midpoint is not below it: use <, not <="),
@@ -337,7 +337,7 @@ def check_03_longest_wait(fn: Callable[[Tensor, Tensor, Sequence[float], Sequenc
 
     diagnoses = [
         Diagnosis(picks(first_seed), "average the wait over all seeds of a γ, not only the first run"),
-        Diagnosis(lambda g, e, c: any(picks(lambda c, v=v: longest(c, never=v))(g, e, c) for v in (0.0, -1.0)), "a run that never reaches the first stair (onset -1) has waited the whole run: count its wait as steps[-1] + 1, not 0 or -1"),
+        Diagnosis(lambda g, e, c: any(picks(lambda c, v=v: longest(c, never=v))(g, e, c) for v in (0.0, -1.0)), "a run that never gets halfway down the first stair (onset -1) has waited the whole run: count its wait as steps[-1] + 1, not 0 or -1"),
         Diagnosis(picks(lambda c: longest(c, larger_on_ties=True)), "when two γ wait equally long on average, return the smaller γ"),
         Diagnosis(picks(lambda c: min(_wait_means(*c.args).items(), key=lambda kv: kv[1])[0]), "that γ waits the shortest: return the one whose runs wait longest"),
         Diagnosis(picks(lambda c: max(c.args[2])), "you returned the largest γ: measure the wait before the first stair in the curves instead of assuming"),

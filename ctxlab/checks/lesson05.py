@@ -1,4 +1,4 @@
-"""Checks for the exercises of lesson 05 (linear-network modes: why stairs come in order)."""
+"""Checks for the exercises of lesson 05 (linear-network modes: which order-1 feature switches on first)."""
 
 from __future__ import annotations
 
@@ -79,15 +79,16 @@ def check_05_singular_values(fn: Callable[[Dataset], Tensor]) -> None:
 # --- exercise 2: the order in which modes switch on ----------------------------------------------
 
 
-def _first_steps(steps: Tensor, reached: Tensor) -> Tensor:
-    """First recorded step where each column of ``reached`` [T, r] is True; +inf where never."""
-    first = reached.float().argmax(0)
-    return torch.where(reached.any(0), steps.double()[first], torch.full(first.shape, math.inf, dtype=torch.float64))
+def first_steps(steps: Tensor, reached: Tensor) -> Tensor:
+    """First recorded step where each mode of ``reached`` [..., T, r] is True; +inf where never (the reading
+    exercise 2 and the build of exercise 5 share)."""
+    first = reached.float().argmax(-2)
+    return torch.where(reached.any(-2), steps.double()[first], torch.full(first.shape, math.inf, dtype=torch.float64))
 
 
 def switch_on_order_reference(steps: Tensor, strengths: Tensor, level: float) -> list[int]:
     """Mode indices sorted by the first recorded step where |a_k| >= level (strengths [T, r])."""
-    return [int(k) for k in torch.argsort(_first_steps(steps, strengths.abs() >= level), stable=True)]
+    return [int(k) for k in torch.argsort(first_steps(steps, strengths.abs() >= level), stable=True)]
 
 
 def _synthetic(seed: int, rates: list[float], finals: list[float], T: int = 200) -> tuple[Tensor, Tensor]:
@@ -171,9 +172,9 @@ def _order_of_first(c: Case, *, never: float = math.inf, strict: bool = False, f
     reached = a.abs() > level if strict else a.abs() >= level
     if for_good:  # the first record after the last one below the level
         stays = reached.flip(0).int().cumprod(0).flip(0).bool()
-        first = _first_steps(steps, stays)
+        first = first_steps(steps, stays)
     else:
-        first = _first_steps(steps, reached)
+        first = first_steps(steps, reached)
     first = torch.where(first.isinf(), torch.full_like(first, never), first)
     return sorted(range(len(first)), key=lambda k: (float(first[k]), -k if ties_descending else k))
 
@@ -199,7 +200,7 @@ def check_05_switch_on_order(fn: Callable[[Tensor, Tensor, float], list[int]]) -
         Diagnosis(_gives(for_good=True), "that is the step after which |a_k| stays above the level; the question asks for the FIRST "
                                          "recorded step at which |a_k| >= level, even if it dips below again later"),
         Diagnosis(_gives(strict=True), "reaching means |a_k| >= level (a mode exactly at the level has reached it), not >"),
-        Diagnosis(lambda g, e, c: [int(v) for v in g] == [int(k) for k in torch.argsort(_first_steps(c.args[0], c.args[1] >= c.args[2]), stable=True)],
+        Diagnosis(lambda g, e, c: [int(v) for v in g] == [int(k) for k in torch.argsort(first_steps(c.args[0], c.args[1] >= c.args[2]), stable=True)],
                   "take the absolute value: a mode can grow with a negative sign"),
         Diagnosis(lambda g, e, c: [int(v) for v in g] == e[::-1], "reversed: the mode that reaches the level first comes first"),
         Diagnosis(_order_by(lambda a: a.abs()[-1], True), "that sorts by the final strength; sort by the first step at which |a_k| reaches the level"),

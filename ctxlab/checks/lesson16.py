@@ -1,5 +1,5 @@
 """Checks for the exercises of lesson 16 (token identity, rare tokens): the log-log slope of update
-size against frequency, the loss of one frequency bin, and the step at which a curve reaches its rung."""
+size against frequency, the loss of one frequency bin, and the step at which a curve is halfway down to its rung."""
 
 from __future__ import annotations
 
@@ -125,7 +125,7 @@ def check_16_bin_loss(fn: Callable[[Tensor, Dataset, Tensor], Tensor]) -> None:
     run_check("check_16_bin_loss", fn, _bin_cases(), tensor_close(1e-4), diagnoses)
 
 
-# --- exercise: the step at which a curve reaches its rung ---------------------------------------------
+# --- exercise: the step at which a curve is halfway down to its rung ---------------------------------------------
 
 
 def _rung_cases() -> list[Case]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -19,7 +19,7 @@ from ctxlab.models import ensemble_grid, make_model
 from ctxlab.rungs import Rungs, measure_rungs
 from ctxlab.signatures import label_signature
 from ctxlab.tasks import Task, hierarchy_task
-from ctxlab.theory import plateau_levels
+from ctxlab.theory import plateau_levels, whether_levels
 from ctxlab.train import Trajectory, train
 
 # The headline task: binary attributes give one rung per order, and at gamma = 1 every seed rests on
@@ -63,6 +63,7 @@ class StaircaseResult:
     chance: list[float]  # [L]: the share a random embedding would have
     norms: dict[str, torch.Tensor]  # role -> [K, T]: mean norm of E - E0 over the role's tokens
     seconds: float
+    sub_levels: list[tuple[str, float]] = field(default_factory=list)  # whether-levels of a Z_n task, n >= 3
 
     def runs_at(self, gamma: float) -> list[int]:
         """Model indices trained at ``gamma``."""
@@ -79,7 +80,8 @@ class StaircaseResult:
                    "diverged_at_step": None if diverged < 0 else diverged}
             run.update({"rungs": None, "max_rise": None, "ends_on": None, "final_loss": None} if read is None else {
                 "rungs": [{"order": r.order, "predicted_loss": round(r.level, 6), "dwell_steps": r.dwell,
-                           "onset_step": None if r.onset < 0 else r.onset} for r in read.rungs],
+                           "onset_step": None if r.onset < 0 else r.onset,
+                           "reached_step": None if r.reached < 0 else r.reached} for r in read.rungs],
                 "max_rise": round(read.rise, 6), "ends_on": read.ends_on, "final_loss": round(read.final, 6),
             })
             runs.append(run)
@@ -90,6 +92,7 @@ class StaircaseResult:
             "training": {"optimizer": config["optimizer"], "lr": float(f"{config['lr'][0]:.6g}"),
                          **{k: config[k] for k in ("steps", "d", "hidden", "record_every")}},
             "levels": [{"order": k, "name": n, "loss": round(h, 6)} for k, (n, h) in enumerate(zip(names, self.levels))],
+            "sub_levels": [{"order": k, "name": n, "loss": round(h, 6)} for k, (n, h) in enumerate(self.sub_levels, 1)],
             "tolerance": next((r.tol for r in self.rungs if r is not None), None),
             "runs": runs, "seconds": round(self.seconds, 2),
         }
@@ -161,4 +164,5 @@ def staircase(
     norms = role_norms(Trajectory(traj.steps, traj.loss, moved), task.roles)
     reads = [None if int(traj.diverged_at[k]) >= 0 else measure_rungs(traj.steps, traj.loss[k], levels, tol)
              for k in range(traj.n_models)]
-    return StaircaseResult(task, g, s, traj, levels, reads, shares, chance, norms, seconds)
+    subs = whether_levels(task) if "attribute" in task.info else []
+    return StaircaseResult(task, g, s, traj, levels, reads, shares, chance, norms, seconds, subs)

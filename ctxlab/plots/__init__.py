@@ -3,11 +3,13 @@
 One module per topic; everything is re-exported here, so ``from ctxlab.plots import staircase_figure``
 works whatever module a figure lives in."""
 
-from ctxlab.plots.attention import attention_by_position_figure, attention_figure
+from ctxlab.plots.attention import attention_by_position_figure, attention_figure, label_side_levels
+from ctxlab.plots.composition import composition_figure
 from ctxlab.plots.fixed_codes import (
     CONDITION_COLORS,
     LABEL_COLORS,
     curves_by_label,
+    curves_by_panel,
     first_layer_shares,
     fixed_codes_curves,
     gpt_codes_figure,
@@ -29,6 +31,7 @@ from ctxlab.plots.signatures import (
     cosine_matrices,
     cosine_similarity,
     entropy_ladder_figure,
+    group_equal_columns,
     noise_sweep_figure,
     permutation_histograms,
     signature_heatmaps,
@@ -60,6 +63,7 @@ from ctxlab.plots.style import (
     SEED_STYLES,
     gamma_colors,
     label_levels,
+    label_sub_levels,
     seed_style,
     token_ticks,
 )
@@ -85,9 +89,11 @@ __all__ = [
     "chance_vs_vocab_figure",
     "class_cosine_figure",
     "composition_curves_figure",
+    "composition_figure",
     "cosine_matrices",
     "cosine_similarity",
     "curves_by_label",
+    "curves_by_panel",
     "e1_agreement_figure",
     "embedding_pca_grid",
     "embedding_split_figure",
@@ -98,7 +104,10 @@ __all__ = [
     "probe_figure",
     "gamma_colors",
     "gpt_codes_figure",
+    "group_equal_columns",
     "label_levels",
+    "label_side_levels",
+    "label_sub_levels",
     "learning_time_figure",
     "lm_figure",
     "lm_panels",

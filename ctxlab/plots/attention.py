@@ -9,6 +9,15 @@ from matplotlib.ticker import MaxNLocator
 from ctxlab.plots.style import SEED_COLORS, label_levels
 
 
+def label_side_levels(ax, side_levels) -> None:
+    """Levels off the ladder [(name, loss)] (``ctxlab.attention_exp.side_levels``: the bag's floor, the
+    partial-read level), dotted grey and each named at the right edge like the ladder's own levels."""
+    for name, level in side_levels:
+        ax.axhline(level, color="grey", ls=":", lw=1.0, zorder=0)
+        ax.annotate(f"{name} = {level:.3f}", (1.0, level), xycoords=("axes fraction", "data"), xytext=(3, 0),
+                    textcoords="offset points", ha="left", va="center", fontsize=7, color="grey")
+
+
 def attention_figure(result, gammas=None) -> Figure:
     """One column per γ, one colour per seed. Top: the loss of the attention model (thin) and of the
     same model with attention frozen uniform (thick and pale, drawn underneath: where the two agree
@@ -25,7 +34,6 @@ def attention_figure(result, gammas=None) -> Figure:
     fig, axes = plt.subplots(3, len(gammas), figsize=(5.2 * len(gammas) + 1.4, 7.8), sharex="col", squeeze=False)
     steps = result.trained.steps.numpy()
     L, tol = result.task.seq_len, result.reads[0].tol if result.reads[0] is not None else 0.02
-    bag = result.task.info["bag_level"]
     for col, g in enumerate(gammas):
         top, middle, bottom = axes[:, col]
         for k in [k for k, gk in enumerate(result.gammas) if gk == g]:
@@ -35,10 +43,7 @@ def attention_figure(result, gammas=None) -> Figure:
             middle.plot(steps, result.trained.extras["attention_to_target"][k].numpy(), color=color, lw=1.3)
             bottom.semilogy(steps, result.trained.extras["qk_norm"][k].numpy(), color=color, lw=1.3)
         label_levels(top, result.levels, result.level_names)
-        for name, level in ((result.bag_name, bag), (result.partial_name, result.partial_level)):
-            top.axhline(level, color="grey", ls=":", lw=1.0, zorder=0)
-            top.annotate(f"{name} = {level:.3f}", (1.0, level), xycoords=("axes fraction", "data"), xytext=(3, 0),
-                         textcoords="offset points", ha="left", va="center", fontsize=7, color="grey")
+        label_side_levels(top, result.side_levels)
         top.set_title(f"γ = {g:g}   thin: attention learned; thick, pale: attention frozen at 1/L", fontsize=9)
         middle.axhspan(1 / L - tol, 1 / L + tol, color="grey", alpha=0.2, lw=0, label=f"1/L ± {tol:g}")
         middle.set_ylim(0, 1)

@@ -7,13 +7,18 @@ import math
 
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
 
 from ctxlab.plots.style import ORDER_COLORS, SEED_COLORS, label_levels, seed_style
 
-CONDITION_COLORS = {"learned": SEED_COLORS[0], "id codes": SEED_COLORS[1], "shuffled codes": SEED_COLORS[2],
-                    "fixed codes": SEED_COLORS[1]}  # the GPT's codes are codes of the ids
 LABEL_COLORS = (SEED_COLORS[1], "#b15928", "#6a3d9a")  # id codes' blue first, then colours no level line uses
+CONDITION_COLORS = {"learned": SEED_COLORS[0], "id codes": SEED_COLORS[1], "shuffled codes": SEED_COLORS[2],
+                    "fixed codes": SEED_COLORS[1],  # the GPT's codes are codes of the ids
+                    # the controls, alike in both models: brown, a table started at the ±1 codes that trains;
+                    # purple, fixed codes at the learned table's init size
+                    "shuffled codes, trainable": LABEL_COLORS[1], "learned, from codes": LABEL_COLORS[1],
+                    "shuffled codes × d^(−γ)": LABEL_COLORS[2], "fixed codes × d^(−γ)": LABEL_COLORS[2]}
 
 
 def _groups(names) -> dict[str, list[int]]:
@@ -82,27 +87,48 @@ def r2_band_figure(names, scores, bands, order: int = 1) -> Figure:
     return fig
 
 
+def _draw_by_label(ax, x, curves: dict, levels, color) -> None:
+    """Loss curves grouped by label (``color(i, label)``, one line style per seed), labelled levels, log steps."""
+    for i, (label, group) in enumerate(curves.items()):
+        for j, curve in enumerate(group):
+            ax.plot(x[1:], curve[1:].numpy(), ls=seed_style(j), lw=1.2, color=color(i, label),
+                    label=label if j == 0 else None)
+    label_levels(ax, levels)
+    ax.set_xscale("log")
+    ax.set_xlabel("gradient-descent step (log)")
+    ax.legend(loc="lower left", fontsize=7)
+
+
 def curves_by_label(steps, curves: dict, levels, title: str = "") -> Figure:
     """Loss curves grouped by label (one colour per label, one line style per seed: ``curves[label]``
     is [seeds, T] over ``steps``), against the labelled levels, on a log step axis."""
     fig, ax = plt.subplots(figsize=(6.4, 3.4))
     x = steps.numpy() if hasattr(steps, "numpy") else steps
-    for i, (label, group) in enumerate(curves.items()):
-        for j, curve in enumerate(group):
-            ax.plot(x[1:], curve[1:].numpy(), ls=seed_style(j), lw=1.2, color=LABEL_COLORS[i % len(LABEL_COLORS)],
-                    label=label if j == 0 else None)
-    label_levels(ax, levels)
-    ax.set_xscale("log")
-    ax.set_xlabel("gradient-descent step (log)")
+    _draw_by_label(ax, x, curves, levels, lambda i, label: LABEL_COLORS[i % len(LABEL_COLORS)])
     ax.set_ylabel("loss (nats)")
     ax.set_title(title, fontsize=10)
-    ax.legend(loc="lower left", fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def curves_by_panel(steps, panels: dict, levels) -> Figure:
+    """One panel per title, ``panels[title]`` as :func:`curves_by_label`'s ``curves``, on one loss axis.
+
+    Each condition keeps its colour of :data:`CONDITION_COLORS` in every panel, so a control can sit
+    beside the run it controls (lesson 14: fixed against trainable codes, one input size a panel).
+    """
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 3.4), sharey=True, squeeze=False)
+    x = steps.numpy() if hasattr(steps, "numpy") else steps
+    for ax, (title, curves) in zip(axes[0], panels.items()):
+        _draw_by_label(ax, x, curves, levels, lambda i, label: CONDITION_COLORS.get(label, "black"))
+        ax.set_title(title, fontsize=10)
+    axes[0, 0].set_ylabel("loss (nats)")
     fig.tight_layout()
     return fig
 
 
 def gpt_codes_figure(result) -> Figure:
-    """The small GPT on text, learned table against fixed codes (colour), seeds by line style, log
+    """The small GPT on text, learned table against fixed codes and their controls (colour), seeds by line style, log
     step axis: held-out loss against ln V and the n-gram entropies, then KL(GPT ‖ n-gram) for each
     n-gram model (log scale), each curve's minimum marked."""
     groups = _groups(result.names)
@@ -117,7 +143,7 @@ def gpt_codes_figure(result) -> Figure:
             for j, k in enumerate(models):
                 curve = curves[k, 1:].numpy()
                 ax.plot(steps, curve, ls=seed_style(j), lw=1.2, color=CONDITION_COLORS.get(name, "black"),
-                        label=f"{name}, seed {traj.seeds[k]}")
+                        label=name if j == 0 else None)
                 if curves is not traj.loss:
                     ax.plot(steps[curve.argmin()], curve.min(), "o", ms=4, color=CONDITION_COLORS.get(name, "black"))
         ax.set(xscale="log", xlabel="Adam step (log)", ylabel=ylabel, title=title)
@@ -128,6 +154,8 @@ def gpt_codes_figure(result) -> Figure:
             ax.yaxis.set_minor_formatter(NullFormatter())
     names = ["ln V", *result.entropies]
     label_levels(axes[0, 0], [math.log(result.config["vocab"]), *result.entropies.values()], names)
-    axes[0, 0].legend(loc="lower left", fontsize=7)
+    seeds = [traj.seeds[k] for k in next(iter(groups.values()))]  # one entry per line style, not per curve
+    styles = [Line2D([], [], color="grey", ls=seed_style(j), lw=1.2, label=f"seed {s}") for j, s in enumerate(seeds)]
+    axes[0, 0].legend(handles=axes[0, 0].get_legend_handles_labels()[0] + styles, loc="lower left", fontsize=7)
     fig.tight_layout()
     return fig

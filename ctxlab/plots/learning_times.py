@@ -3,6 +3,8 @@ and the mean loss rebuilt from the fitted sigmoids."""
 
 from __future__ import annotations
 
+import math
+
 import matplotlib.pyplot as plt
 import torch
 from matplotlib.figure import Figure
@@ -15,8 +17,12 @@ def order_color(order: int) -> str:
     return "grey" if order == 0 else ORDER_COLORS[(order - 1) % len(ORDER_COLORS)]
 
 
-def order_levels(ax, levels) -> None:
-    """Dashed order-k losses, labelled at the right edge; equal levels share one label ("orders 1, 3")."""
+def order_levels(ax, levels, min_gap: float = 0.06) -> None:
+    """Dashed order-k losses, labelled at the right edge; equal levels share one label ("orders 1, 3").
+
+    Labels closer than ``min_gap`` (a fraction of the axis height) are pushed apart upwards, so that
+    two nearby levels stay readable; each line stays at its value. Call it after the curves are drawn.
+    """
     groups: list[list[int]] = []
     for k, value in sorted(enumerate(levels), key=lambda kv: kv[1]):
         if groups and abs(levels[groups[-1][0]] - value) < 0.004:
@@ -24,10 +30,14 @@ def order_levels(ax, levels) -> None:
         else:
             groups.append([k])
     for ks in groups:
+        ax.axhline(levels[ks[0]], ls="--", lw=0.9, color=order_color(ks[0]), zorder=0)
+    low, high = ax.get_ylim()  # after the lines, which may widen it
+    placed = -1.0
+    for ks in groups:
         value, color = levels[ks[0]], order_color(ks[0])
-        ax.axhline(value, ls="--", lw=0.9, color=color, zorder=0)
         name = f"order {ks[0]}" if len(ks) == 1 else "orders " + ", ".join(map(str, ks))
-        ax.annotate(f"{name} = {value:.3f}", (1.0, value), xycoords=("axes fraction", "data"), xytext=(3, 0),
+        placed = max((value - low) / (high - low), placed + min_gap)
+        ax.annotate(f"{name} = {value:.3f}", (1.0, placed), xycoords="axes fraction", xytext=(3, 0),
                     textcoords="offset points", ha="left", va="center", fontsize=7, color=color)
 
 
@@ -57,43 +67,55 @@ def token_curves_figure(steps, curves, fitted, groups: list, titles: list[str], 
 
 
 def learning_time_figure(tau, orders, r2, onsets, min_r2: float = 0.9) -> Figure:
-    """Left: every fitted learning time, one row per seed and one lane per order, coloured by the
-    token's order (hollow: fit R² below ``min_r2``), with that seed's rung onsets as vertical ticks. Right: the pooled
-    histogram of log tau, stacked by order.
+    """Left: every fitted learning time, one row per seed and, within it, one lane per order and fit
+    quality (filled dots: fit R² at least ``min_r2``; crosses, in a lane of their own: below it),
+    with that seed's rung onsets as vertical ticks. Right: the pooled histogram of log τ, stacked by
+    order, with every seed's rung onsets as vertical lines, so a τ can be read against the rungs.
 
     tau, r2: [K, N] (NaN for unmoved curves); orders: [K, N]; onsets: [K, n_rungs] steps.
     """
     tau, orders, r2, onsets = (torch.as_tensor(a) for a in (tau, orders, r2, onsets))
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.2), gridspec_kw={"width_ratios": [1.4, 1]})
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11.5, 3.4), gridspec_kw={"width_ratios": [1.4, 1]})
     jitter = torch.Generator().manual_seed(0)
-    present = sorted(set(orders[~tau.isnan()].tolist()))
-    lanes = {order: (i - (len(present) - 1) / 2) * 0.6 / max(len(present), 1) for i, order in enumerate(present)}
+    fitted = ~tau.isnan()
+    lanes = sorted({(o, g) for o, g in zip(orders[fitted].tolist(), (r2[fitted] >= min_r2).tolist())},
+                   key=lambda lane: (lane[0], not lane[1]))
+    offset = {lane: (i - (len(lanes) - 1) / 2) * 0.7 / max(len(lanes), 1) for i, lane in enumerate(lanes)}
     for k in range(tau.shape[0]):
-        noise = 0.12 * (torch.rand(tau.shape[1], generator=jitter) - 0.5)
-        for order in present:
-            y = k + lanes[order] + noise  # one lane per order within the seed's row
-            for good in (True, False):
-                m = (orders[k] == order) & ~tau[k].isnan() & ((r2[k] >= min_r2) == good)
-                if bool(m.any()):
-                    c = order_color(order)
-                    left.scatter(tau[k, m], y[m], s=9, facecolors=c if good else "none", edgecolors=c, lw=0.7,
-                                 label=f"order {order}, R² {'≥' if good else '<'} {min_r2:g}" if k == 0 else None)
+        noise = 0.08 * (torch.rand(tau.shape[1], generator=jitter) - 0.5)
+        for order, good in lanes:
+            m = (orders[k] == order) & fitted[k] & ((r2[k] >= min_r2) == good)
+            if bool(m.any()):
+                label = f"order {order}, R² {'≥' if good else '<'} {min_r2:g}" if k == 0 else None
+                left.scatter(tau[k, m], (k + offset[order, good] + noise)[m], s=9 if good else 12, lw=0.8,
+                             marker="o" if good else "x", color=order_color(order), label=label)
         for j, step in enumerate(onsets[k].tolist()):
             if step > 0:
-                left.plot([step, step], [k - 0.4, k + 0.4], color=order_color(j + 1), lw=2.2, alpha=0.6,
+                left.plot([step, step], [k - 0.42, k + 0.42], color=order_color(j + 1), lw=2.2, alpha=0.6,
                           label=f"rung {j + 1} onset" if k == 0 else None)
     left.set(xscale="log", xlabel="learning time τ (step)", ylabel="seed", yticks=range(tau.shape[0]),
              title="τ of every sequence, by its order")
     left.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    logs = tau.log10()
-    valid = ~logs.isnan()
-    bins = torch.linspace(float(logs[valid].min()) - 0.05, float(logs[valid].max()) + 0.05, 30)
-    right.hist([logs[valid & (orders == o)].numpy() for o in present], bins=bins.numpy(), stacked=True,
-               color=[order_color(o) for o in present], label=[f"order {o}" for o in present])
-    right.set(xlabel="log10 τ", ylabel="sequences (all seeds)", title="learning-time spectrum")
-    right.legend(fontsize=7)
+    _spectrum(right, tau, orders, onsets)
     fig.tight_layout()
     return fig
+
+
+def _spectrum(ax, tau, orders, onsets) -> None:
+    """The pooled histogram of log10 τ, stacked by order, with every seed's rung onsets (dotted)."""
+    logs = tau.log10()
+    valid = ~logs.isnan()
+    present = sorted(set(orders[valid].tolist()))
+    bins = torch.linspace(float(logs[valid].min()) - 0.05, float(logs[valid].max()) + 0.05, 30)
+    ax.hist([logs[valid & (orders == o)].numpy() for o in present], bins=bins.numpy(), stacked=True,
+            color=[order_color(o) for o in present], label=[f"order {o}" for o in present])
+    for j in range(onsets.shape[1]):
+        for k, step in enumerate(onsets[:, j].tolist()):
+            if step > 0:
+                ax.axvline(math.log10(step), color=order_color(j + 1), ls=":", lw=1.3,
+                           label=f"rung {j + 1} onsets" if k == 0 else None)
+    ax.set(xlabel="log10 τ", ylabel="sequences (all seeds)", title="learning-time spectrum and rung onsets")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # outside: the onsets span the height
 
 
 def reconstruction_figure(steps, rec) -> Figure:

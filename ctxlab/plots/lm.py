@@ -9,6 +9,9 @@ from ctxlab.plots.style import SEED_COLORS, label_levels, seed_style
 
 
 NGRAM_COLORS = {"unigram": "#1b9e77", "bigram": "#d95f02", "trigram": "#7570b3"}
+# what each recorded alignment is measured against: the trigram entry is the increment of the
+# previous character, not a second signature of the same kind (lesson 09)
+_SIGNATURE_NAMES = {"bigram": "bigram signature", "trigram": "trigram increment"}
 
 
 def _model_label(gamma: float, seed: int) -> str:
@@ -52,16 +55,17 @@ def lm_panels(result, axes, title: str | None = None) -> None:
         return
     ax_align = axes[2]
     band = result.alignment_band
-    for (name, curves), color in zip(result.alignment.items(), ("#d95f02", "#7570b3")):
+    handles = []
+    for name, curves in result.alignment.items():
+        color = NGRAM_COLORS[name]
         for k in range(len(models)):
             ax_align.plot(steps, curves[k].numpy(), color=color, ls=seed_style(k), lw=1.2)
+        handles.append(Line2D([], [], color=color, label=_SIGNATURE_NAMES.get(name, name)))
         if band is not None:  # the band of every model together: lowest low to highest high
             ax_align.fill_between(steps, band[name][0].amin(0).numpy(), band[name][1].amax(0).numpy(),
                                   color=color, alpha=0.18, lw=0)
-    handles = [Line2D([], [], color=c, label=f"{n} signature") for n, c in zip(result.alignment, ("#d95f02", "#7570b3"))]
-    if band is not None:
-        handles.append(plt.Rectangle((0, 0), 1, 1, color="grey", alpha=0.3, label="shuffled band"))
-    ax_align.legend(handles=handles, fontsize=7, loc="upper left")
+            handles.append(plt.Rectangle((0, 0), 1, 1, color=color, alpha=0.3, lw=0, label="its shuffled band"))
+    ax_align.legend(handles=handles, fontsize=7, loc="upper left", ncol=2 if band is not None else 1)
     ax_align.set(title=f"{prefix}CKA(E − E₀, text signature)", xlabel="step", ylim=(0, 1))
 
 

@@ -10,13 +10,14 @@ from ctxlab.plots.style import (
     ORDER_COLORS,
     SEED_COLORS,
     label_levels,
+    label_sub_levels,
     seed_style,
 )
 
 
 def staircase_figure(result, gammas=None, prediction=None) -> Figure:
     """One column per γ, seeds as line styles. Top: the loss with the predicted levels dashed and
-    labelled (with ``prediction``, a :class:`ctxlab.theory.predict.StaircasePrediction` of the same runs:
+    labelled, the sub-levels of a Z_n task (n >= 3) dotted (with ``prediction``, a :class:`ctxlab.theory.predict.StaircasePrediction` of the same runs:
     its whole ladder, sub-levels dotted, and each run's predicted onsets as ticks on the top edge). Middle: the share of ||E − E0||² in the directions each order adds (colour = order,
     dashed = its chance level). Bottom: the mean ||E − E0|| of each token role (keys enter with order 1,
     first anchors with order 2, ...).
@@ -37,6 +38,7 @@ def staircase_figure(result, gammas=None, prediction=None) -> Figure:
                      label=f"seed {result.seeds[k]}")
         if prediction is None:
             label_levels(top, result.levels)
+            label_sub_levels(top, result.sub_levels)
         else:
             draw_ladder(top, prediction.rungs, names=col == len(gammas) - 1)
             for j, k in enumerate(models):
@@ -55,10 +57,14 @@ def staircase_figure(result, gammas=None, prediction=None) -> Figure:
                 bottom.plot(steps, result.norms[role][k].numpy(), color=color, lw=1.1, ls=seed_style(j),
                             label=role if j == 0 else None)
         bottom.set_xlabel("gradient-descent step")
+    top_norm = max(ax.get_ylim()[1] for ax in axes[2])
+    for ax in axes[2]:  # one scale for the roles' norms, so that columns compare by eye
+        ax.set_ylim(0, top_norm)
     axes[0, 0].set_ylabel("loss (nats)")
     axes[1, 0].set_ylabel("share of ‖E − E₀‖²\nin order-k directions")
     axes[2, 0].set_ylabel("mean ‖E − E₀‖ per role")
-    axes[0, -1].legend(loc="upper right", fontsize=7, title="line style", title_fontsize=7)
+    if len(result.runs_at(gammas[-1])) > 1:  # one seed needs no key to its line style
+        axes[0, -1].legend(loc="upper right", fontsize=7, title="line style", title_fontsize=7)
     axes[1, -1].legend(loc="upper right", fontsize=7, title="dotted: chance", title_fontsize=7)
     axes[2, -1].legend(loc="upper left", fontsize=7)
     fig.tight_layout()
@@ -132,7 +138,7 @@ def phase_map_figure(pm) -> Figure:
     never_left = (pm.wait.isnan() & ~pm.diverged).numpy()
     diverged, dead = pm.diverged.numpy(), pm.dead.numpy()
     rest = np.where(dead, np.nan, pm.plateau.numpy())
-    panels = [("steps resting on ln C (its dwell)", rest, "viridis", "{:.0f}"),
+    panels = [(f"steps resting on H0 = {pm.levels[0]:.3f} (its dwell)", rest, "viridis", "{:.0f}"),
               ("final loss (nats)", pm.final.numpy(), "magma_r", "{:.3f}")]
     fig, axes = plt.subplots(1, 2, figsize=(5.2 + 0.9 * len(pm.lrs), 0.6 * len(pm.gammas) + 2.2), squeeze=False)
     for ax, (title, values, cmap_name, fmt) in zip(axes[0], panels):

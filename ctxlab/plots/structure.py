@@ -18,7 +18,9 @@ def embedding_split_figure(before, after, groups, titles=("before", "after"), na
     before, after: [n, d] embedding rows; ``middle``: further [n, d] states drawn between them
     (``titles`` then names every state); groups: [n] integer labels (e.g. token attributes);
     names: optional [n] token names for the matrix ticks. Top row: cosine similarity; bottom row:
-    the rows on their two leading principal axes, one colour and marker per group (legend).
+    the rows on their two leading principal axes, one colour and marker per group (legend), on equal
+    axes: PC 2 is often a small fraction of PC 1, and stretched to the same height it would show
+    groups that are not there.
     """
     import torch
 
@@ -42,6 +44,7 @@ def embedding_split_figure(before, after, groups, titles=("before", "after"), na
             rows = (g == value).numpy()
             ax.scatter(xy[rows, 0], xy[rows, 1], s=40, color=f"C{j}", marker=ATTRIBUTE_MARKERS[j % len(ATTRIBUTE_MARKERS)],
                        label=f"{group_label} {value}", alpha=0.8)
+        ax.set_aspect("equal", adjustable="datalim")
         ax.set_title(f"PCA, {title}", fontsize=9)
         ax.set_xlabel("PC 1")
         ax.set_ylabel("PC 2")
@@ -194,8 +197,8 @@ def plateau_race_figure(runs: dict, levels, at_step: int | None = None) -> Figur
     """Which embedding gets down the staircase first: one colour per condition, one line/point per seed.
 
     runs: condition -> (steps [T], loss [n_seeds, T]); levels: H_0 .. H_L (dashed). Left: loss curves.
-    Middle: the step each seed first drops onto plateau k (below the midpoint of H_{k-1}, H_k); a seed
-    that never got there is an open marker at its run's last step. Right: loss at ``at_step`` (default:
+    Middle: the step each seed is halfway down to level k (below the midpoint of H_{k-1}, H_k); a seed
+    that never got halfway is an open marker at its run's last step. Right: loss at ``at_step`` (default:
     the shortest run's end) per seed, so every condition is compared after the same number of steps.
     """
     import numpy as np
@@ -229,9 +232,9 @@ def plateau_race_figure(runs: dict, levels, at_step: int | None = None) -> Figur
                         color=colors(c), s=26)
     axes[0].set_xlabel("step")
     axes[0].set_ylabel("loss (nats)")
-    axes[0].set_title("loss; dashed: plateau levels H_k", fontsize=10)
+    axes[0].set_title("loss; dashed: levels H_k", fontsize=10)
     axes[0].legend(fontsize=7)
-    axes[1].set_title("step reaching plateau k (○ H1, □ H2, △ H3; open = not reached)", fontsize=9)
+    axes[1].set_title("step halfway down to level k (○ H1, □ H2, △ H3; open = never)", fontsize=9)
     axes[1].set_ylabel("step")
     axes[2].set_title(f"loss at step {at_step}", fontsize=10)
     for h in levels[1:]:

@@ -30,6 +30,16 @@ def label_levels(ax, levels, names=None, x=None) -> None:
                     textcoords="offset points", ha="left", va="center", fontsize=7, color=color)
 
 
+def label_sub_levels(ax, sub_levels) -> None:
+    """Dotted sub-levels [(name, loss)] (``ctxlab.theory.whether_levels``), each named at the right edge in the
+    colour of the stair it lies on (sub-level k between H_{k-1} and H_k takes order k's colour)."""
+    for order, (name, level) in enumerate(sub_levels, 1):
+        color = ORDER_COLORS[(order - 1) % len(ORDER_COLORS)]
+        ax.axhline(level, ls=":", lw=0.9, color=color, zorder=0)
+        ax.annotate(f"{name} = {level:.3f}", (1.0, level), xycoords=("axes fraction", "data"), xytext=(3, 0),
+                    textcoords="offset points", ha="left", va="center", fontsize=6, color=color)
+
+
 
 def token_ticks(ax, names, axis: str = "y", every: int = 1) -> None:
     """Token names as tick labels, every ``every``-th one, on the y axis, the x axis or both."""

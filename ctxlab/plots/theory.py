@@ -6,10 +6,17 @@ import matplotlib.pyplot as plt
 import torch
 from matplotlib.figure import Figure
 
+from ctxlab.plots.style import label_levels
 
-def e1_agreement_figure(result) -> Figure:
+
+def e1_agreement_figure(result, offset: float = 0.3) -> Figure:
     """1 − cosine(E1, autograd) against γ, one line per width (mean ± sd over seeds, log scale), with
-    the predicted slope −2 log₁₀(L d²) drawn (dotted) through the mean of each width's fitted points."""
+    the predicted slope −2 log₁₀(L d²) drawn (dotted) over each width's fitted points.
+
+    A line through the data would hide under it exactly where the prediction is right, so each
+    predicted line is drawn ``offset`` times the fitted data (below it, by the same factor at every
+    γ) and labelled with its slope at its lower end.
+    """
     fig, ax = plt.subplots(figsize=(6.2, 4.0))
     g = torch.tensor(result.gammas, dtype=torch.float64)
     fit = g >= result.fit_from
@@ -19,9 +26,15 @@ def e1_agreement_figure(result) -> Figure:
                     label=f"d = {d}")
         log_gap = gap[j].mean(-1).log10()
         centre_g, centre = g[fit].mean(), log_gap[fit].mean()
-        ax.plot(result.gammas, 10 ** (centre + result.predicted_slope[j] * (g - centre_g)), color=f"C{j}", ls=":", lw=1)
-    ax.plot([], [], color="grey", ls=":", label="slope −2 log₁₀(L d²) per unit γ")
+        line = 10 ** (centre + result.predicted_slope[j] * (g[fit] - centre_g)) * offset
+        ax.plot(g[fit], line, color=f"C{j}", ls=":", lw=1.6)
+        slope = f"{float(result.predicted_slope[j]):.1f}".replace("-", "−")
+        ax.annotate(slope, (float(g[fit][-1]), float(line[-1])), xytext=(4, -2), textcoords="offset points",
+                    fontsize=8, color=f"C{j}", va="top")
+    ax.plot([], [], color="grey", ls=":", lw=1.6,
+            label=f"predicted slope −2 log₁₀(L d²) per unit γ\n(drawn ×{offset:g} below the data)")
     ax.set_yscale("log")
+    ax.set_xlim(None, float(g[-1]) + 0.15)
     ax.set_xlabel("init exponent γ")
     ax.set_ylabel(f"1 − cosine(E1, autograd)  (mean ± sd, {len(result.seeds)} seeds)")
     ax.set_title("E1 becomes exact as init shrinks and width grows", fontsize=10)
@@ -29,9 +42,13 @@ def e1_agreement_figure(result) -> Figure:
     return fig
 
 
-def mode_growth_figure(result, gamma: float) -> Figure:
+def mode_growth_figure(result, gamma: float, levels=None, names=None) -> Figure:
     """The loss and the mode strengths ``|a_k(t)|`` (log scale) of the γ = ``gamma`` run, each mode's
-    fitted exponential drawn in grey over the stretch it was fitted on."""
+    fitted exponential drawn in grey over the stretch it was fitted on.
+
+    ``levels`` (with their ``names``) are drawn on the loss and labelled, so that each rest of the
+    curve can be read against the level it rests on.
+    """
     if gamma not in result.gammas:
         raise ValueError(f"gamma: choose one of the run's gammas {result.gammas}, got {gamma}")
     k = result.gammas.index(gamma)
@@ -41,6 +58,8 @@ def mode_growth_figure(result, gamma: float) -> Figure:
     axes[0].set_xlabel("GD step")
     axes[0].set_ylabel("loss (nats)")
     axes[0].set_title(f"LinearEmb, γ = {gamma:g}", fontsize=10)
+    if levels is not None:
+        label_levels(axes[0], levels, names)
     for m, s in enumerate(result.singular_values):
         axes[1].semilogy(steps, result.strengths[k, :, m].abs(), color=f"C{m}", label=f"mode {m + 1} (s = {float(s):.3f})")
         lo, hi = result.windows[k, m].tolist()

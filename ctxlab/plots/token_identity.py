@@ -61,8 +61,9 @@ def bin_loss_figure(run) -> Figure:
     """Loss of every key-frequency bin over training, one panel per table count (a RareTokenRun).
 
     Bins run from the head of the Zipf curve (dark) to its tail (light); seeds are told apart by
-    line style; dashed lines: the task's ladder (H1..H3 hold for every bin; each bin's own H0 lies
-    within 0.02 of the task's H0, below ln 2)."""
+    line style; dashed lines: the task's ladder (H1..H3 hold for every bin). Each bin's own H0
+    (dotted, in the bin's colour) differs a little from the task's, and ln 2 (dotted black), the
+    loss of a uniform guess, is where every curve starts and rests before its first drop."""
     tables = sorted(run.runs)
     colors = _bin_colors(len(run.bins))
     fig, axes = plt.subplots(1, len(tables), figsize=(3.9 * len(tables) + 0.6, 3.5), layout="constrained",
@@ -75,13 +76,19 @@ def bin_loss_figure(run) -> Figure:
                 ax.plot(run.steps, curves[j, b], seed_style(j), color=colors[b], lw=1.1,
                         label=f"bin {b} (keys {', '.join(map(str, ids.tolist()))}; {share:.0%} of rows)" if j == 0 else None)
         label_levels(ax, run.levels)
+        for b, h0 in enumerate(run.bin_levels[:, 0].tolist()):
+            ax.axhline(h0, color=colors[b], ls=":", lw=1.1, zorder=0)
+        ax.axhline(math.log(2), color="black", ls=":", lw=0.9, zorder=0)
+        ax.annotate(f"ln 2 = {math.log(2):.3f}", (1.0, math.log(2)), xycoords=("axes fraction", "data"), xytext=(3, 4),
+                    textcoords="offset points", ha="left", va="center", fontsize=7)
         ax.set_title(_variant(n), fontsize=9)
         ax.set_xlabel("step")
     axes[0, 0].set_ylabel("loss of the bin's sequences (nats)")
     handles, labels = axes[0, 0].get_legend_handles_labels()
     styles = [plt.Line2D([], [], ls=seed_style(j), color="k", lw=1) for j in range(len(run.seeds))]
-    fig.legend(handles + styles, labels + [f"seed {s}" for s in run.seeds], loc="outside lower center",
-               ncol=4, fontsize=7)
+    levels = [plt.Line2D([], [], ls=":", color=colors[0], lw=1.1), plt.Line2D([], [], ls=":", color="black", lw=0.9)]
+    fig.legend(handles + styles + levels, labels + [f"seed {s}" for s in run.seeds]
+               + ["each bin's own H0 (its colour)", "ln 2: a uniform guess"], loc="outside lower center", ncol=4, fontsize=7)
     return fig
 
 
@@ -109,7 +116,7 @@ def rung_step_figure(run) -> Figure:
                     color=color, lw=1.2, label=_variant(n))
         _frequency_axis(ax)
         ax.set_xlabel("mean key frequency of the bin")
-        ax.set_title(f"reaches rung {k + 1} (below (H{k} + H{k + 1}) / 2)", fontsize=9)
+        ax.set_title(f"halfway down to rung {k + 1} (below (H{k} + H{k + 1}) / 2)", fontsize=9)
         ax.set_ylim(0, top * 1.05)
     axes[0, 0].set_ylabel("step")
     axes[0, 0].legend(fontsize=7)

@@ -74,6 +74,7 @@ from ctxlab.theory.next_stair import (
     model_pair_residual,
     pair_residual,
     residual_vs_increment,
+    whether_levels,
 )
 
 __all__ = [
@@ -118,6 +119,7 @@ __all__ = [
     "model_weights",
     "next_stair_velocity",
     "pair_residual",
+    "whether_levels",
     "plateau_levels",
     "predict_staircase",
     "predicted_growth_rates",

@@ -8,7 +8,7 @@ import torch
 from torch import Tensor
 
 from ctxlab.dataset import Dataset
-from ctxlab.signatures import interaction
+from ctxlab.signatures import conditional_entropy, interaction
 from ctxlab.theory.first_stair import cosine_per_model
 from ctxlab.validate import finite, integer
 
@@ -69,3 +69,25 @@ def residual_vs_increment(model, data: Dataset, i: int = 0, j: int = 1) -> Resid
     cos = cosine_per_model(R, delta2.expand_as(R))
     rel = (R - delta2).flatten(1).norm(dim=1) / delta2.norm()
     return ResidualIncrement((i, j), R, delta2, cos, rel)
+
+
+def whether_levels(task) -> list[tuple[str, float]]:
+    """The sub-levels of a hierarchy task over Z_n, n >= 3: for stair k, H(Y | x1..x_{k-1}, [A(x_k) = 0]).
+
+    The best loss when of the k-th token only *whether* its attribute is 0 is known: the network learns
+    that before *which* attribute it is (lesson 06), so the loss can rest just above this level on its way
+    from H_{k-1} to H_k. Empty for binary attributes, where whether is which. Names as the figures print them.
+    """
+    data, attr = task.population, task.info["attribute"]
+    if task.n_labels < 3:
+        return []
+    levels = []
+    for k in range(1, data.seq_len + 1):
+        coarse = data.x.clone()
+        tokens = data.x[:, k - 1]
+        zero = attr[tokens] == 0
+        coarse[:, k - 1] = torch.where(zero, tokens[zero].min(), tokens[~zero].min())
+        known = ", ".join([f"x{i}" for i in range(1, k)] + [f"[A(x{k})=0]"])
+        entropy = conditional_entropy(Dataset(coarse, data.y, data.vocab_size, data.n_labels, data.weights), range(k))
+        levels.append((f"H(Y | {known})", entropy))
+    return levels

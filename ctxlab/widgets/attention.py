@@ -13,9 +13,17 @@ from dataclasses import dataclass
 import torch
 from matplotlib.figure import Figure
 
-from ctxlab.attention_exp import ATTENTION_MODEL, ATTENTION_PROFILES, LR, POINTER_TASK, train_attention
+from ctxlab.attention_exp import (
+    ATTENTION_MODEL,
+    ATTENTION_PROFILES,
+    LEVEL_NAMES,
+    LR,
+    POINTER_TASK,
+    side_levels,
+    train_attention,
+)
 from ctxlab.models import ensemble_grid
-from ctxlab.plots import label_levels
+from ctxlab.plots import label_levels, label_side_levels
 from ctxlab.tasks import make_task
 from ctxlab.widgets._common import Dashboard, ResultCache
 
@@ -39,7 +47,8 @@ class AttentionSettings:
 class AttentionSweep:
     """loss [G, S, T]; attention [G, S, T, R, L], the recorded map (R = n_ctx rows, the key's attention
     per position it names, for a pointer task; else R = L query positions, the mean over the data);
-    qk_norm [G, S, T]."""
+    qk_norm [G, S, T]. ``levels`` is the task's ladder (named by ``level_names``; none: H0, H1, ...),
+    ``side_levels`` the named levels off it that the loss rests on (the bag's floor, the partial read)."""
 
     settings: AttentionSettings
     steps: torch.Tensor
@@ -48,6 +57,8 @@ class AttentionSweep:
     qk_norm: torch.Tensor
     levels: list[float]
     seconds: float
+    level_names: tuple[str, ...] = ()
+    side_levels: tuple[tuple[str, float], ...] = ()
 
     @property
     def pointer(self) -> bool:
@@ -73,6 +84,8 @@ def compute_attention_sweep(settings: AttentionSettings, progress: bool | None =
         qk_norm=traj.extras["qk_norm"].reshape(G, S, T),
         levels=task.plateau_levels(),
         seconds=time.perf_counter() - start,
+        level_names=LEVEL_NAMES if task.name == "pointer" else (),
+        side_levels=tuple(side_levels(task)),
     )
 
 
@@ -88,9 +101,10 @@ def attention_sweep(settings: AttentionSettings | None = None, cache_dir=None) -
 def draw_attention(sweep: AttentionSweep, gamma_index: int, step_index: int, seed_index: int = 0,
                    figsize=(13.0, 3.3), dpi: int = 72) -> Figure:
     """Four panels: the attention map at a step (for a pointer task the key's attention, one row per
-    position it names; else every query's, averaged over the data); the loss with its labelled levels; ‖W_Q W_Kᵀ‖
-    relative to its init over training; the same against the loss. No twin axes, and plain tick
-    labels (no offset, linear ratio axes from 0) even when the loss or the norm sits flat."""
+    position it names; else every query's, averaged over the data); ‖W_Q W_Kᵀ‖ relative to its init
+    over training; the same against the loss; the loss with every level it rests on drawn and named
+    (last, so that the names have the right margin). No twin axes, and plain tick labels (no offset,
+    linear ratio axes from 0) even when the loss or the norm sits flat."""
     G, S, T = sweep.loss.shape
     for name, value, size in (("gamma_index", gamma_index, G), ("seed_index", seed_index, S),
                               ("step_index", step_index, T)):
@@ -99,8 +113,8 @@ def draw_attention(sweep: AttentionSweep, gamma_index: int, step_index: int, see
     steps, step = sweep.steps.numpy(), int(sweep.steps[step_index])
     loss, qk = sweep.loss[gamma_index, seed_index].numpy(), sweep.qk_norm[gamma_index, seed_index].numpy()
     fig = Figure(figsize=figsize, dpi=dpi)
-    ax_map, ax_loss, ax_time, ax_qk = fig.subplots(1, 4)
-    fig.subplots_adjust(left=0.04, right=0.98, bottom=0.16, top=0.88, wspace=0.7)
+    ax_map, ax_time, ax_qk, ax_loss = fig.subplots(1, 4)
+    fig.subplots_adjust(left=0.04, right=0.86, bottom=0.16, top=0.88, wspace=0.55)
 
     attn = sweep.attention[gamma_index, seed_index, step_index].numpy()
     R, L = attn.shape
@@ -119,7 +133,8 @@ def draw_attention(sweep: AttentionSweep, gamma_index: int, step_index: int, see
     low, high = min(sweep.levels), max(sweep.levels)
     span = (min(low, float(loss.min())) - 0.03, max(high, float(loss.max())) + 0.03)
     ax_loss.plot(steps, loss, color="black", lw=1.5)
-    label_levels(ax_loss, sweep.levels)
+    label_levels(ax_loss, sweep.levels, sweep.level_names or None)
+    label_side_levels(ax_loss, sweep.side_levels)
     ax_loss.axvline(step, color="crimson", lw=1)
     ax_loss.set_ylim(*span)
     ax_loss.set(xlabel="step", ylabel="loss (nats)", title=f"loss, γ = {sweep.settings.gammas[gamma_index]:g}")
@@ -187,7 +202,7 @@ def sweep_from_experiment(result) -> AttentionSweep:
     return AttentionSweep(settings, traj.steps, traj.loss.reshape(G, S, T),
                           traj.extras["attention_map"].reshape(G, S, T, *traj.extras["attention_map"].shape[-2:]),
                           traj.extras["qk_norm"].reshape(G, S, T),
-                          list(result.levels), result.seconds)
+                          list(result.levels), result.seconds, tuple(result.level_names), tuple(result.side_levels))
 
 
 def attention_explorer_for(result) -> AttentionExplorer:

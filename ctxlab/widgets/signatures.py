@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
 
 from ctxlab.signatures import FORMS, KINDS, Signature, Stair, entropy_ladder, signature
 from ctxlab.tasks import make_task
@@ -55,7 +56,8 @@ def signature_view(settings: SignatureSettings) -> SignatureView:
 
 class SignatureFigure:
     """The signature figure, updated in place: a new signature redraws the background once,
-    a new token only moves the row, its title and the cross-hair (drawn over it with ``blit``).
+    a new token only moves the row, its title and the boxes around its row and column of the cosine
+    matrix (drawn over it with ``blit``).
 
     The row is one ``stairs`` patch, not a bar per column: a third-order signature has
     thousands of columns. Built for one task's tokens; any signature of that task fits.
@@ -68,18 +70,23 @@ class SignatureFigure:
         V = len(self.tokens)
         self.figure = Figure(figsize=figsize, dpi=dpi)
         self.ax_row, self.ax_cos, self.ax_lad = self.figure.subplots(1, 3, gridspec_kw={"width_ratios": [1.4, 1, 1]})
-        self.figure.subplots_adjust(left=0.06, right=0.985, bottom=0.16, top=0.88, wspace=0.3)
+        self.figure.subplots_adjust(left=0.06, right=0.985, bottom=0.16, top=0.88, wspace=0.45)
         self.row = self.ax_row.stairs([0.0], [-0.5, 0.5], baseline=0.0, fill=True)
         self.ax_row.axhline(0, color="black", lw=0.6)
         self.image = self.ax_cos.imshow(np.zeros((V, V)), vmin=-1, vmax=1, cmap="RdBu_r", interpolation="nearest")
-        self.cross = [self.ax_cos.axhline(0, color="black", lw=0.8), self.ax_cos.axvline(0, color="black", lw=0.8)]
+        self.figure.colorbar(self.image, ax=self.ax_cos, fraction=0.046, pad=0.03).ax.tick_params(labelsize=7)
+        # the token's row and column of the matrix, boxed: a line through a cell's centre vanishes at the edge
+        self.boxes = [Rectangle((-0.5, -0.5), V, 1, fill=False, ec="black", lw=1.6),
+                      Rectangle((-0.5, -0.5), 1, V, fill=False, ec="black", lw=1.6)]
+        for box in self.boxes:
+            self.ax_cos.add_patch(box)
         every = 1 if V <= 20 else 3
-        self.ax_cos.set_xticks(range(0, V, every), self.tokens[::every], fontsize=6, rotation=90)
-        self.ax_cos.set_yticks(range(0, V, every), self.tokens[::every], fontsize=6)
-        self.ax_cos.set_title("cosine similarity of rows", fontsize=10)
+        self.ax_cos.set_xticks(range(0, V, every), self.tokens[::every], fontsize=7, rotation=90)
+        self.ax_cos.set_yticks(range(0, V, every), self.tokens[::every], fontsize=7)
+        self.ax_cos.set_title("cosine similarity of rows (token boxed)", fontsize=10)
         self.ladder_line = self.ax_lad.step([], [], where="post", color="black", lw=1.5)[0]
         self.span = self.ax_lad.axvspan(0, 1, alpha=0.25, visible=False)
-        moving = [self.row, self.image, *self.cross, self.span, self.ax_row.title]
+        moving = [self.row, self.image, *self.boxes, self.span, self.ax_row.title]
         self.blitter = Blitter(self.figure, moving) if blit else None
         if not blit:
             FigureCanvasAgg(self.figure)
@@ -99,8 +106,8 @@ class SignatureFigure:
         row = sig.matrix[token].numpy()
         self.row.set_data(values=row)
         self.ax_row.set_title(f"{sig.name} row of token {sig.tokens[token]}")
-        self.cross[0].set_ydata([token, token])
-        self.cross[1].set_xdata([token, token])
+        self.boxes[0].set_y(token - 0.5)
+        self.boxes[1].set_x(token - 0.5)
         return self.figure
 
     def _set_signature(self, view: SignatureView) -> None:

@@ -38,7 +38,7 @@ class StaircaseView:
     def __init__(self, sweep: StaircaseSweep, figsize=(11.0, 3.3), dpi: int = 72, blit: bool = False) -> None:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-        from ctxlab.plots import ORDER_COLORS, label_levels
+        from ctxlab.plots import ORDER_COLORS, label_levels, label_sub_levels
 
         self.shape = (sweep.loss.shape[1], sweep.orders, sweep.roles)
         self.figure = Figure(figsize=figsize, dpi=dpi)
@@ -48,6 +48,7 @@ class StaircaseView:
         self.seed_lines = [self.ax_loss.plot(steps, steps * 0, color="lightgrey", lw=1)[0] for _ in range(self.shape[0])]
         self.loss_line = self.ax_loss.plot(steps, steps * 0, color="black", lw=1.5)[0]
         label_levels(self.ax_loss, sweep.levels)
+        label_sub_levels(self.ax_loss, sweep.sub_levels)
         self.markers = [ax.axvline(0, color="crimson", lw=1) for ax in (self.ax_loss, self.ax_align)]
         self.ax_loss.set(xlabel="step", ylabel="loss (nats)", xlim=(0, steps[-1]))
         self.order_lines = {o: self.ax_align.plot(steps, steps * 0, color=ORDER_COLORS[(o - 1) % len(ORDER_COLORS)], lw=1.5,

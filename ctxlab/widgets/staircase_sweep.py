@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -67,6 +67,7 @@ class StaircaseSweep:
     token_names: tuple[str, ...]
     roles: tuple[str, ...]
     seconds: float
+    sub_levels: list = field(default_factory=list)  # [(name, loss)]: the whether-levels of a Z_n task, n >= 3
 
     @property
     def gammas(self) -> tuple[float, ...]:
@@ -142,4 +143,5 @@ def sweep_from_result(result, settings: SweepSettings | None = None) -> Staircas
         token_names=task.token_names,
         roles=task.roles,
         seconds=result.seconds,
+        sub_levels=[(name, float(h)) for name, h in result.sub_levels],
     )

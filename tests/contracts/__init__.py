@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 
@@ -14,6 +14,7 @@ class Contract:
     check: Callable[[Callable], None]
     reference: Callable
     wrong: dict[str, Callable]
+    hints: dict[str, str] = field(default_factory=dict)  # wrong answer -> words its hint must contain
 
 
 def all_contracts() -> list[Contract]:

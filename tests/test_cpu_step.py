@@ -1,0 +1,106 @@
+"""The written-out Emb-MLP step computes autograd's numbers, and the course's CPU habits defer to the user."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from ctxlab import cpu, mlp_step
+from ctxlab.models import EmbMLP
+from ctxlab.tasks import hierarchy_task
+from ctxlab.train import cross_entropy, train
+
+
+def _pair(dtype=torch.float32, **kwargs):
+    """Two copies of one ensemble: one through the written-out step, one through autograd's path."""
+    models = [EmbMLP(12, 3, 4, d=8, hidden=16, gamma=[0.5, 1.0, 1.5], seed=[0, 1, 2], **kwargs).to(dtype) for _ in range(2)]
+    models[1].written_out = False
+    return models
+
+
+@pytest.mark.parametrize("per_model_tokens", [False, True])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_written_out_step_gives_autograds_logits_and_gradients(per_model_tokens, dtype):
+    generator = torch.Generator().manual_seed(0)
+    shape = (3, 40, 3) if per_model_tokens else (40, 3)
+    x = torch.randint(0, 12, shape, generator=generator)
+    y = torch.randn(3, 40, 4, generator=generator, dtype=dtype)
+    fast, generic = _pair(dtype)
+    grads = []
+    for model in (fast, generic):
+        logits = model(x)
+        (logits * y).sum().backward()
+        grads.append((logits.detach(), [p.grad for p in model.parameters()]))
+    tol = 1e-6 if dtype == torch.float32 else 1e-12
+    torch.testing.assert_close(grads[0][0], grads[1][0], rtol=tol, atol=tol)
+    for g_fast, g_generic in zip(grads[0][1], grads[1][1]):
+        torch.testing.assert_close(g_fast, g_generic, rtol=10 * tol, atol=tol * float(g_generic.abs().max()))
+
+
+def test_written_out_step_is_used_only_where_it_computes_the_model():
+    table = torch.zeros(1, 4, 2)
+    assert mlp_step.fits(table, "gelu", layernorm=False)
+    assert not mlp_step.fits(table, "relu", layernorm=False)
+    assert not mlp_step.fits(table, "gelu", layernorm=True)
+    assert not mlp_step.fits(table.to("meta"), "gelu", layernorm=False)
+
+
+def test_a_short_staircase_run_has_the_generic_loops_loss_curve():
+    task = hierarchy_task(block=4, n_values=2)
+    curves = []
+    for written_out in (True, False):
+        model = EmbMLP(task.vocab_size, task.seq_len, task.n_labels, d=16, hidden=32, gamma=[1.0, 1.5], seed=[0, 1])
+        model.written_out = written_out
+        curves.append(train(model, task.population, 300, record_every=10, progress=False).loss)
+    assert float((curves[0] - curves[1]).abs().max()) < 1e-5
+
+
+def test_the_embedding_alone_can_be_trained_through_the_written_out_step():
+    task = hierarchy_task(block=4, n_values=2)
+    model = EmbMLP(task.vocab_size, task.seq_len, task.n_labels, d=8, hidden=16)
+    model.w1.requires_grad_(False)
+    cross_entropy(model(task.population.x), task.population).sum().backward()
+    assert model.w1.grad is None and model.embedding.grad is not None and float(model.embedding.grad.abs().sum()) > 0
+
+
+def test_one_thread_on_small_machines_and_never_more_than_the_usable_cpus():
+    assert cpu.course_threads(1, 1) == 1 and cpu.course_threads(2, 2) == 1
+    assert cpu.course_threads(8, 8) == 8 and cpu.course_threads(4, 16) == 4
+    assert 1 <= cpu.usable_cpus() <= (os.cpu_count() or 1) and cpu.physical_cores() >= 1
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "two", "1.5"])
+def test_a_bad_ctxlab_threads_is_refused_with_its_name(monkeypatch, value):
+    monkeypatch.setenv(cpu.THREADS_VARIABLE, value)
+    with pytest.raises(ValueError, match=cpu.THREADS_VARIABLE):
+        cpu.chosen_threads()
+
+
+SETTLE = "import torch; from ctxlab import cpu; {before}; print(cpu.settle_threads(), torch.get_num_threads())"
+
+
+@pytest.mark.parametrize("env, before, expected", [
+    ({}, "pass", lambda default: cpu.course_threads(cpu.usable_cpus(), default)),
+    ({"CTXLAB_THREADS": "3"}, "pass", lambda default: 3),
+    ({"OMP_NUM_THREADS": "3"}, "pass", lambda default: None),  # None: whatever torch itself made of it
+    ({}, "torch.set_num_threads(5)", lambda default: 5),
+])
+def test_the_users_choice_of_threads_wins(env, before, expected):
+    clean = {k: v for k, v in os.environ.items() if k not in (cpu.THREADS_VARIABLE, *cpu.USER_THREAD_VARIABLES)}
+    out = subprocess.run([sys.executable, "-c", SETTLE.format(before=before)], env=clean | env, check=True,
+                         capture_output=True, text=True).stdout.split()
+    want = expected(cpu.physical_cores())
+    if want is None:
+        want = subprocess.run([sys.executable, "-c", "import torch; print(torch.get_num_threads())"], env=clean | env,
+                              check=True, capture_output=True, text=True).stdout.strip()
+    assert out == [str(want), str(want)]
+
+
+def test_a_later_set_num_threads_is_kept():
+    code = ("import torch; from ctxlab import cpu; cpu.settle_threads(); torch.set_num_threads(4); "
+            "print(cpu.settle_threads(), torch.get_num_threads())")
+    clean = {k: v for k, v in os.environ.items() if k not in (cpu.THREADS_VARIABLE, *cpu.USER_THREAD_VARIABLES)}
+    out = subprocess.run([sys.executable, "-c", code], env=clean, check=True, capture_output=True, text=True).stdout
+    assert out.split() == ["4", "4"]
