@@ -66,9 +66,9 @@ plt.show()
 # **Middle row:** which part of the embedding has changed. Each order of statistics names some
 # directions in token space (lesson 01's signatures); the curves show the share of the change
 # E(t) − E(0) that lies in the directions order 1, 2 and 3 add (dotted: what a random embedding
-# would score). At γ = 1 order 1 takes the lead first, while the loss rests on H1, and the higher
-# orders arrive on their own rungs; at γ = 0.5 order 2 takes the lead within the first hundred
-# steps and order 3's share stays low. Both runs end on H3, so a low order-3 share does not mean
+# would score). At γ = 1 order 1 holds almost all of the change from the first steps, through the
+# rests on H0 and H1, and the higher orders arrive on their own rungs; at γ = 0.5 order 2 takes the
+# lead within the first hundred steps and order 3's share stays low. Both runs end on H3, so a low order-3 share does not mean
 # that the γ = 0.5 model lacks order 3: the share counts only how the embedding moved, and the layers
 # after the embedding can hold part of what a model learns (lesson 14 trains a model whose
 # embedding cannot move at all). Where the γ = 0.5 model holds its order-3 fit is a question this

@@ -243,10 +243,12 @@ print("random E: above 0.35 at V = 9, below 0.1 at V = 108:", float(mean_random[
 # At V = 9 a random embedding already scores ≈ 0.44, close to the one-hot 0.50; at V = 108 it is
 # down to ≈ 0.06, less than half the one-hot 0.137. From V = 9 to V = 108 the random score drops
 # almost sevenfold while √V grows only 3.5-fold: it falls faster than 1/√V, and in proportion it
-# falls furthest below the limit where V exceeds d. The toy
-# tasks of this course have small vocabularies, so **every CKA in it must be read against its
-# baseline**, never against 0. For large-vocabulary language models the baseline is near 0, but
-# other effects can dominate CKA there (for instance a few tokens of very large norm).
+# falls furthest below the limit where V exceeds d. The toy tasks of this course have small
+# vocabularies, so **every CKA in it must be read against its baseline**, never against 0.
+# (*An aside that this course does not show:* with many more tokens than dimensions, as in a
+# language model's full vocabulary, the trend above suggests a baseline near 0, but other effects
+# can dominate CKA there, for instance a few tokens of very large norm. Lesson 10 compares 100
+# tokens at a time in 384 dimensions, so it reads its CKAs against shuffled baselines, as here.)
 
 # %% [markdown]
 # ## How the scores fall as noise grows

@@ -214,7 +214,8 @@ plt.show()
 # What the figure shows, seed by seed (each claim is checked in the next cells, with its margin):
 #
 # * **top**: the loss leaves ln 2 and rests on H(Y | key) for over a thousand steps, then slides to
-#   the bag's floor H(Y | key, bag) and rests there, within 0.01 of it, for thousands of steps. The
+#   the bag's floor H(Y | key, bag) (seeds 1 and 2, learned and frozen alike, bend partway down, at a
+#   loss this lesson does not explain) and rests there, within 0.01 of it, for thousands of steps. The
 #   same model with attention frozen at 1/L (pale) follows it exactly that far and stays there,
 #   more than 0.2 nats above the last level. The learned model then takes the last stair in two
 #   steps: a tread near the dotted line "2 of 3 positions read", then H(Y | key, x_p);
@@ -223,7 +224,7 @@ plt.show()
 #   and ends above 0.5 on average over the keys (0.71, 0.62 and 0.58 in the three seeds): on
 #   average, most of the key's attention is on the one token that matters;
 # * **bottom**: ‖W_Q W_Kᵀ‖ doubles only after the loss has rested on the bag's floor for thousands
-#   of steps, and grows about twentyfold on the last stair;
+#   of steps, and ends about twenty times its init size, most of it gained on the last stair;
 # * the loss never rises by more than 0.01 once it has left ln 2.
 #
 # The rest on the bag's floor sits a little above its dotted line. A level is the lowest loss that
@@ -382,19 +383,18 @@ print("Adam: seeds 0 and 2 end with attention above 0.7:", bool((adam_attention_
 
 # %% [markdown]
 # Under Adam every parameter moves by about lr per step from the start, whatever the size of its
-# gradient: ‖W_Q W_Kᵀ‖ is tens of times its init size within 100 steps, and the loss rests on
-# neither H(Y | key) nor the bag's floor. It pauses briefly near H(Y | key), too briefly to count
-# as a rest (0 to 4 steps, printed), and passes the bag's floor without a pause. The attention
-# starts to move before the loss is down to the bag's floor, and in seed 1 it first dips below the
-# band, to about 0.21 near step 40, before it rises. Two seeds come within 0.02 of the last level
-# within about 100 steps and end on it, with most of the key's attention on its target at the end
-# (above 0.7). The third stalls more than 0.04 above the last level for the rest of the run, at
-# about 0.363, with 0.48 of its attention on the target: between the "2 of 3 positions read" level
-# and the last, and none of the levels this lesson computes. So
-# Adam is fast, but the order that E2/E3 predict — the key, then the bag, attention last — is not
-# visible: the ε-hierarchy is a property of gradient *flow*, and Adam's per-coordinate
-# normalisation erases it. This is why the course teaches the theory with plain GD and shows Adam
-# as the contrast.
+# gradient: ‖W_Q W_Kᵀ‖ is tens of times its init size within 100 steps. The loss still comes to
+# H(Y | key) first, but only pauses there, too briefly to count as a rest (0 to 4 steps, printed);
+# it passes the bag's floor without a pause, and the attention starts to move before the loss is
+# down to that floor (in seed 1 it first dips below the band, to about 0.21 near step 40). Two seeds
+# come within 0.02 of the last level within about 100 steps and end on it, with most of the key's
+# attention on its target (above 0.7). The third stalls more than 0.04 above the last level for the
+# rest of the run, at about 0.363, with 0.48 of its attention on the target: between the "2 of 3
+# positions read" level and the last, at none of the levels this lesson computes. So of the order
+# that E2/E3 predict (the key, then the bag, attention last) Adam keeps only the first step: the
+# bag's rest is skipped and attention moves early. The ε-hierarchy is a property of gradient *flow*,
+# and Adam's per-coordinate normalisation erases most of it. This is why the course teaches the
+# theory with plain GD and shows Adam as the contrast.
 
 # %% [markdown]
 # ## Explore

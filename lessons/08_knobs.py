@@ -64,11 +64,9 @@ def rest_at_ln3(traj) -> list[int]:
 
 
 def draw_ladder(ax, names=True):
-    """The ladder dashed and the whether-levels dotted, these named at the right edge if ``names``."""
-    for h in levels:
-        ax.axhline(h, ls="--", lw=0.8, color="grey")
-    for name, h in whether:
-        ax.axhline(h, ls=":", lw=0.8, color="grey")
+    """The ladder H0-H3 dashed and the whether-levels dotted, each named at the right edge if ``names``."""
+    for name, h, style in [(f"H{k}", h, "--") for k, h in enumerate(levels)] + [(n, h, ":") for n, h in whether]:
+        ax.axhline(h, ls=style, lw=0.8, color="grey")
         if names:
             ax.annotate(f"{name} = {h:.3f}", (1.0, h), xycoords=("axes fraction", "data"), xytext=(3, 0),
                         textcoords="offset points", va="center", fontsize=7, color="dimgrey")
@@ -107,18 +105,23 @@ draw_losses(axes[1], adam, ["seed 0", "seed 1"], "Adam, lr 0.01")
 plt.show()
 
 # %% [markdown]
-# The dashed lines are the ladder printed above: H0 = ln 3, H1, H2 and H3, from the top; the dotted
-# ones are the sub-levels of lessons 03 and 06, named on the right. Gradient descent rests at ln 3,
-# falls past H1 to a slow stretch near H(Y | x1, [A(x2) = 0]) ≈ 0.906, then falls past H2. Seed 1
-# also bends briefly on its first stair near the upper dotted line, H(Y | [A(x1) = 0]). Adam
-# leaves ln 3 at once and reaches H3 at about step 200, with only a brief shoulder near the 0.906
-# sub-level. It then rests on H3 to the end, apart from small, brief upward spikes every hundred
-# steps or so, which this lesson does not follow up. Measured:
+# The dashed lines are the ladder printed above, H0 = ln 3, H1, H2 and H3; the dotted ones are the
+# sub-levels of lessons 03 and 06; all are named on the right. Gradient descent rests at ln 3 and
+# bends at H1 but barely rests there; it rests on H(Y | x1, [A(x2) = 0]) ≈ 0.906 for a hundred steps
+# or more, and on H2 only briefly, and ends below H2, on no level (the dwells printed below). Seed 1
+# also bends on its first stair near the upper dotted line, H(Y | [A(x1) = 0]), without resting. Adam
+# leaves ln 3 at once and reaches H3 within 200 steps, with only a brief shoulder near the 0.906
+# sub-level and no rest on any level above H3. It then rests on H3 for most of the remaining steps,
+# apart from small, brief upward spikes every hundred steps or so (not followed up here). Measured:
 
 # %%
+ladder = [levels[0], whether[0][1], levels[1], whether[1][1], levels[2], whether[2][1], levels[3]]
 for name, traj in (("GD", gd), ("Adam", adam)):
     onsets = stair_onsets(traj.steps, traj.loss, levels)
     print(f"{name:>4}: rest at ln 3 = {rest_at_ln3(traj)} steps; onsets of stairs 1, 2 = {onsets[:, :2].tolist()}")
+    for seed, read in enumerate(measure_runs(traj.steps, traj.loss, ladder)):
+        print(f"      seed {seed}: dwell on H0, sub 1, H1, sub 2, H2, sub 3, H3 = {read.dwells()}; "
+              f"first within 0.01 of H3 at step {read.rungs[-1].reached} (-1: never); final loss {read.final:.3f}")
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -177,9 +180,19 @@ for d in (16, 32):
 # comes out 14 % below √d (printed); at d = 16, the size the runs below use, 2.5 %.
 # So the input the MLP sees is **of order one whatever γ is**: one of the three small factors in
 # the product E → W₁ → W₂ is gone, and the effective init scale of the embedding no longer depends
-# on γ. The gradient that reaches E is multiplied by the Jacobian of LN, about 1/σ = d^γ: LN also
-# amplifies the embedding's gradient about as much as the init shrank it (less at γ = 1.5, where
-# the 10⁻⁵ matters).
+# on γ. The gradient that reaches E is multiplied by the Jacobian of LN, about 1/σ = d^γ, so LN
+# should also amplify the embedding's gradient about as much as the init shrank it. Measured at
+# init, on the same E with and without LN (d = 16):
+
+# %%
+for gamma in (1.0, 1.5):
+    plain, normed = (relative_gradient_rates(make_model("mlp", task, gamma=gamma, seed=0, layernorm=ln, **SIZE), data)
+                     ["embedding"][0] for ln in (False, True))  # the same seed draws the same E, so rates compare gradients
+    print(f"γ = {gamma}: LN multiplies the embedding's gradient by {float(normed / plain):.1f}; d^γ = {16 ** gamma:.0f}")
+
+# %% [markdown]
+# With LN the embedding's gradient is 16.6 and 61.1 times larger at γ = 1 and 1.5 (printed), close
+# to d^γ = 16 and 64: LN gives back about as much as the init took away.
 #
 # Prediction: with LN the first plateau should be short and nearly independent of γ. One batched
 # run for each setting, five γ:
@@ -210,8 +223,8 @@ print(f"γ = 0.5 → 1.5 stretches the first plateau ×{spread[False]:.0f} witho
 # Without LayerNorm, going from γ = 0.5 to 1.5 multiplies the wait by a large factor; with
 # LayerNorm the wait stays within a few dozen steps. The small-init scaling (plateau length grows
 # as ε shrinks) is a property of the *un-normalised* product of small weights. This is why the
-# toy models of the course leave norms out, and one reason why a GPT with LayerNorm (lesson 09)
-# shows smoothed stairs rather than long plateaus.
+# toy models of the course leave norms out, and also why lesson 09's GPT is built without
+# LayerNorm.
 
 # %% [markdown]
 # ## Knob 3 — weight decay

@@ -35,7 +35,9 @@ import torch
 from ctxlab import plots
 from ctxlab.align import subspace_fraction
 from ctxlab.models import make_model
+from ctxlab.rungs import measure_runs
 from ctxlab.tasks import hierarchy_task, transfer_task
+from ctxlab.theory import whether_levels
 from ctxlab.train import train
 from ctxlab.transplant import (
     frozen_ensemble,
@@ -72,16 +74,17 @@ task = hierarchy_task()
 data = task.population
 V, D = data.vocab_size, 32
 levels = task.plateau_levels()
+whether = whether_levels(task)[:2]  # lesson 03's sub-levels: of x_k only whether A(x_k) = 0
 SEEDS = [0, 1, 2]
 print("plateau levels H0..H3:", [round(h, 3) for h in levels])
+print("sub-levels:", [(name, round(h, 3)) for name, h in whether])
 
 # %% [markdown]
 # ### (a) The reference: learn E from small init
 #
 # Three seeds at γ = 1 for 1800 steps (long enough to get halfway down the last stair, from H2
-# towards H3, in every seed), and three seeds at the standard γ = 0.5 for 600 steps (their
-# staircase is done much earlier); we need the learned tables of both for transplants and
-# transfer. "Halfway down a stair" is the onset rule of this lesson: the first recorded step below
+# towards H3, in every seed), and three seeds at the standard γ = 0.5 for 600 steps; we need the
+# learned tables of both for transplants and transfer. "Halfway down a stair" is the onset rule of this lesson: the first recorded step below
 # the midpoint between two plateau levels.
 
 # %%
@@ -161,7 +164,20 @@ print("embeddings unchanged by training:", bool((run.embeddings[:, -1] == run.em
 
 # %%
 curves = race.curves()
+def dot_sub_levels(fig, subs) -> None:
+    """Draw the sub-levels dotted on both loss panels of a race figure, named at the right edge."""
+    for ax in (fig.axes[0], fig.axes[2]):
+        for name, h in subs:
+            ax.axhline(h, ls=":", lw=1.1, color="k", zorder=0)
+    for name, h in subs:
+        fig.axes[2].annotate(f"{name} = {h:.3f}", (1.0, h), xycoords=("axes fraction", "data"), xytext=(3, 0),
+                             textcoords="offset points", va="center", fontsize=7)
+    fig.axes[0].set_title("loss; dashed: levels H_k, dotted: sub-levels", fontsize=10)
+    plt.show()
+
+
 fig = plots.plateau_race_figure(curves, levels, at_step=STEPS)
+dot_sub_levels(fig, whether)
 
 # %%
 groups = ["learned (the learner)"] * 3 + names
@@ -176,6 +192,8 @@ for name in dict.fromkeys(groups):
         cells.append(f"{'never':>14s}" if n == 0 else f"{f'{mean:.0f} ± {sd:.0f}' + ('' if n == 3 else f' ({n}/3)'):>14s}")
     mean, sd, _ = group_summary(final, groups)[name]
     print(f"{name:20s} " + " ".join(cells) + f" {f'{mean:.2f} ± {sd:.2f}':>14s}")
+for name, (steps, loss) in curves.items():  # steps resting (within 0.01, flat) on each sub-level, per seed
+    print(f"{name:20s} rests on the sub-levels for", [r.dwells() for r in measure_runs(steps, loss, [h for _, h in whether])])
 
 # %% [markdown]
 # Mean ± sd over the three seeds. A column "to Hk" gives the step at which a curve is halfway down
@@ -226,6 +244,11 @@ print("learned-in-(a) table halfway down to H3 before the learner itself, every 
 #   0.01 of it at the end: it is blind to the second anchor, whose attribute only shows up in ΔS³.
 #   The rank and the order set of the table decide how far down the staircase a network can get
 #   at all.
+# * **Two more levels (dotted).** They are lesson 03's sub-levels, the best loss when of x1, or of
+#   x2, only *whether* its attribute is 0 is known: H(Y | [A(x1)=0]) = 1.020 and
+#   H(Y | x1, [A(x2)=0]) = 0.906. The learner rests on the lower one for 330–360 steps (printed),
+#   between H1 and H2: its loss at step 700, 0.91, is that level. It passes 1.020 without a rest.
+#   No frozen table rests on either (one seed, 30 steps), though some slow down near 0.906.
 # * The occasional loss spikes (in the learner too) are plain GD at lr 1 near its stability
 #   edge; each recovers within a few steps.
 
@@ -285,6 +308,9 @@ t_onsets = steps_to_plateaus(t_run, new.plateau_levels())
 t_curves = loss_by_condition(t_run, t_names)
 t_curves["random γ=0.5 (std), hierarchy run"] = curves["random γ=0.5 (std)"]
 fig = plots.plateau_race_figure(t_curves, new.plateau_levels(), at_step=STEPS)
+dot_sub_levels(fig, whether_levels(new)[:2])  # the same values as on the old task
+for name, (steps, loss) in t_curves.items():
+    print(f"{name:34s} rests on the sub-levels for", [r.dwells() for r in measure_runs(steps, loss, [h for _, h in whether])])
 
 # %%
 for name in sources:
@@ -313,7 +339,8 @@ print("random std-scale table gets halfway down to H3 in the same number of step
 #   values renamed): frozen at the matched norm, both the small-init and the standard-init table
 #   are halfway down the new task's last stair in every seed (near step 580 for both), where
 #   the random table of the same norm, on the old task, is halfway down only two stairs and ends
-#   above H2. Neither reaches the new task's H3 (the lowest dashed line, at about 0.66): they end
+#   above H2. On the way they pass the sub-level 0.906 (dotted) without resting on it (printed).
+#   Neither reaches the new task's H3 (the lowest dashed line, at about 0.66): they end
 #   at 0.73 and 0.72 in the mean (printed above), still falling. The small-init table has no edge: more of its
 #   norm lies in the signature subspace (0.92 against 0.71), but it ends at 0.73 against 0.72.
 #   What small init buys in this experiment is the staircase itself, not a better end table.

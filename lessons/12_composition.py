@@ -155,8 +155,9 @@ print("γ = 0.3 anchors within 0.1 of chance (1/3):", bool((anchors[by_g[0.3]] -
 
 # %% [markdown]
 # At γ = 1 the keys lie on an ordered path (third panel): k0 at one end, k19 at the other, with a
-# zig-zag across it. At γ = 0.3 the path is a tangle. The anchors line up with their shifts only
-# at small init; at γ = 0.3 they stay at chance (right panel).
+# zig-zag across it. At γ = 0.3 the path is a tangle. The anchors line up with their shifts most
+# clearly at small init (0.57–0.61); at γ = 0.5 they are only a little above chance (0.38–0.41
+# against 1/3), and at γ = 0.3 they stay near it (right panel).
 #
 # ### Why the reverse pair carries a different label
 #
@@ -219,10 +220,11 @@ plt.show()
 # > *Papers:* Zhang, Lin, Wang, Zhang & Xu (NeurIPS 2024, arXiv:2405.05409) and Yao, Zhang & Xu
 # > (ICML 2025, arXiv:2502.04375), known to us from their abstracts and the group's public code,
 # > train transformers on anchor functions: a key and two anchor "shift" tokens, one anchor pair
-# > held out and its reverse trained with a label of its own (x − 6 instead of the composed
-# > x − 10). They report
-# > that small initialization learns to *compose* the shifts, with structured embeddings, and so
-# > answers the held-out pair, while large/standard initialization memorises.
+# > held out. They report that small initialization learns to *compose* the shifts, with
+# > structured embeddings, and so answers the held-out pair, while large/standard initialization
+# > memorises. The reverse pair trained with a label of its own (x − 6 instead of the composed
+# > x − 10) is the design of the group's public `data.py`; that the papers use it too, we have
+# > not checked.
 # > *This course:* we rebuild the task from the group's public data code (`data.py` in
 # > github.com/xuzhiqin1990/understanding_dl, folder `code/book_jupyter_composition_task`; our own
 # > code, 20 keys, shifts +5, +1, −2, −8). We train a one-hidden-layer Emb-MLP, not a

@@ -39,7 +39,6 @@ from matplotlib.lines import Line2D
 from ctxlab import plots
 from ctxlab.align import (
     at_matched_loss,
-    class_collapse,
     class_cosines,
     hierarchy_class_groups,
     nearest,
@@ -49,10 +48,12 @@ from ctxlab.align import (
 )
 from ctxlab.corpus import load_text, tokenizer, train_val_split
 from ctxlab.lm import TinyGPT, train_lm
-from ctxlab.models import ensemble_grid
-from ctxlab.rungs import crossing_step
+from ctxlab.models import ensemble_grid, make_model
+from ctxlab.rungs import crossing_step, measure_runs, stair_onsets
 from ctxlab.signatures import bigram_signature, label_signature
 from ctxlab.tasks import hierarchy_task
+from ctxlab.theory import whether_levels
+from ctxlab.train import train
 
 # %% [markdown]
 # ### Signature classes on the hierarchy task
@@ -78,8 +79,9 @@ for name, cls in [("order 1", classes_1), ("orders 1-2", classes_12), ("orders 1
 # classes and the **first anchors** by their order-2 classes. For each group, the mean cosine
 # between distinct tokens of the same class (*within*) and between tokens of different classes
 # (*between*), at every recorded step, for 3 seeds at small (γ = 1) and standard (γ = 0.5) init,
-# all six models in one ensemble (Emb-MLP, GELU, full-batch GD, lr 1.0, d = 32, hidden 128),
-# trained and measured by `ctxlab.align.class_collapse`.
+# all six models in one ensemble (Emb-MLP, GELU, full-batch GD, lr 1.0, d = 32, hidden 128), with
+# `ctxlab.align.class_cosines` on every recorded table (`ctxlab.align.class_collapse` does the same
+# in one call; we keep the run here, for its loss).
 #
 # > **Think.** At step 0 both cosines are about 0 (random vectors in 32 dimensions). Where should
 # > *within* go for the keys at small init, and when? And for the anchors? What should differ at
@@ -88,8 +90,13 @@ for name, cls in [("order 1", classes_1), ("orders 1-2", classes_12), ("orders 1
 # %%
 SYN_STEPS = 1200
 groups = hierarchy_class_groups(task)  # name -> (classes, tokens): the two groups above
-syn = class_collapse(task, groups, gammas=[1.0, 0.5], seeds=[0, 1, 2], steps=SYN_STEPS, lr=1.0, d=32, hidden=128)
-g_syn, cosines, onsets, mean_onsets = syn.gammas, syn.cosines, syn.onsets, syn.mean_onsets
+g_syn, s_syn = ensemble_grid([1.0, 0.5], [0, 1, 2])
+syn_models = make_model("mlp", task, d=32, hidden=128, activation="gelu", gamma=g_syn, seed=s_syn)
+syn = train(syn_models, data, SYN_STEPS, optimizer="gd", lr=1.0, record_every=10, progress=False)
+cosines = {name: class_cosines(syn.embeddings, cls, tokens=idx) for name, (cls, idx) in groups.items()}
+onsets = stair_onsets(syn.steps, syn.loss, task.plateau_levels())  # [6 models, 3 stairs], -1: never
+mean_onsets = {g: [int(col.float().mean()) for col in onsets[torch.tensor(g_syn) == g].T if bool((col >= 0).all())]
+               for g in (1.0, 0.5)}
 print("stair onsets (steps) per model:", onsets.tolist())
 fig = plots.class_cosine_figure(syn.steps, cosines, g_syn, mean_onsets)
 fig.axes[0].get_legend().remove()  # it sat on the γ = 1 'between' curves: below the panels, with the onset lines
@@ -102,10 +109,10 @@ plt.show()
 # %% [markdown]
 # Read the figure with the stair onsets: the dotted vertical lines, blue for γ = 1 and red for
 # γ = 0.5 (legend below the panels), mark the step at which the loss is halfway down each stair
-# (mean over seeds; at γ = 1 the loss is not halfway down the third stair within 1200 steps). At small init the keys' *within*
-# cosine jumps together with the first stair. The first anchors collapse **long before the loss is
-# halfway down the second stair**: the embedding takes its order-2 shape during the plateau, and
-# the loss only drops once the rest of the network uses it. At standard init the *within* curves
+# (mean over seeds; at γ = 1 the loss is not halfway down the third stair within 1200 steps). At
+# small init the keys' *within* cosine jumps together with the first stair. The first anchors
+# collapse **long before the loss is halfway down the second stair** (the loss itself is drawn
+# below). At standard init the *within* curves
 # climb in steps, each at a red onset line: the keys' at all three stairs, the first anchors' at the
 # second stair and a little at the third. The steps where the first anchors' within-class cosine
 # passes 0.8, and the numbers at the end of training (mean ± sd over the 3 seeds):
@@ -128,13 +135,44 @@ for name, (within, between) in cosines.items():
           f"above every standard-init seed: {bool(within[small, -1].min() > within[~small, -1].max())}")
 
 # %% [markdown]
+# Long before the onset of a stair is not the same as on a plateau. Here is the loss of the three
+# γ = 1 runs, with H0–H3 (dashed) and lesson 03's sub-levels (dotted: of x_k only *whether* its
+# attribute is 0 is known), and each seed's collapse step (first anchors' *within* above 0.8):
+
+# %%
+whether = whether_levels(task)[:2]
+fig, ax = plt.subplots(figsize=(7, 3))
+for i, (curve, step) in enumerate(zip(syn.loss[small], collapse[small].tolist())):
+    ax.plot(syn.steps, curve, color=plots.gamma_colors(g_syn)[1.0], lw=1.1, label="γ = 1, loss" if i == 0 else None)
+    ax.axvline(step, color="k", ls=":", lw=0.9, label="first anchors: within > 0.8" if i == 0 else None)
+plots.label_levels(ax, task.plateau_levels())
+plots.label_sub_levels(ax, whether)
+ax.set(xlabel="step", ylabel="loss (nats)", title="γ = 1: the loss while the first anchors collapse")
+ax.legend(fontsize=7)
+plt.show()
+reads = measure_runs(syn.steps, syn.loss[small], [task.plateau_levels()[1], whether[1][1]])
+print(f"{whether[1][0]} = {whether[1][1]:.3f}")
+for i, (read, step) in enumerate(zip(reads, collapse[small].tolist())):
+    print(f"γ = 1 model {i}: loss at its collapse step {step}: {float(syn.loss[small][i, syn.index(step)]):.3f}; "
+          f"rests on H1 over {read.rungs[0].span}, reaches the sub-level at step {read.rungs[1].reached}, "
+          f"rests on it over {read.rungs[1].span}")
+
+# %% [markdown]
+# So the first anchors do not collapse on a plateau. Their *within* cosine passes 0.8 at steps
+# 500–540, after the loss has left H1 (its rest there ends at step 450–470) and while it falls onto
+# the dotted sub-level H(Y | x1, [A(x2)=0]) = 0.906, which it reaches at steps 560–580: at the
+# collapse step the loss is 0.930–0.936, on its way down. The loss then rests on the sub-level
+# (to step 920–980) and is halfway down the second stair 460–470 steps after the collapse. The
+# anchors take their order-2 shape during the first, smaller drop of the second stair, the one that
+# lesson 03 reads as "of x2 only *whether* its attribute is 0 is known".
+#
 # Under small init the tokens of a class **collapse**: within-class cosine close to 1, while
 # different classes point apart. Under standard init, *within* stays far lower for every seed.
 # The push is the same, so where did it go? Subtract the starting embedding and look at what
 # training *added*, E − E₀:
 
 # %%
-moved = syn.end - syn.start
+moved = syn.embeddings[:, -1] - syn.embeddings[:, 0]
 moved_within = {name: class_cosines(moved, cls, tokens=idx)[0] for name, (cls, idx) in groups.items()}
 for name, w in moved_within.items():
     print(f"{name:<32} within, E - E0: γ = 1 {w[small].mean():.2f} ± {w[small].std():.2f}, "
@@ -229,7 +267,7 @@ print("E: small-init mean overlap > standard-init mean:", bool(E_end[small_lm].m
 # The right panel answers the displacement question (it starts at the first recorded step: at
 # step 0 there is no displacement). What Adam adds to the embedding is aligned with the bigram
 # signature at both scales from the first recorded step on, and the two inits cannot be told apart
-# up to about step 100. After that the standard-init displacement drifts down for some seeds, and
+# up to about step 100. After that the standard-init displacement drifts down for one seed, and
 # it ends lower (0.45 ± 0.07 against 0.55 ± 0.00). The left panel is the embedding the model
 # computes with: there standard init lags from step 20 to the end. We take E (left) as the main
 # result, since "semantic structure in the embedding space" is a statement about E, not about its
@@ -327,8 +365,8 @@ for ch in ("e", "a", "t", ",", " "):
 # %% [markdown]
 # ## Summary
 #
-# * Under small init, tokens with equal signatures collapse to cosine ≈ 1, the first anchors
-#   already during the second plateau.
+# * Under small init, tokens with equal signatures collapse to cosine ≈ 1, the first anchors while
+#   the loss falls from H1 onto the sub-level 0.906, long before it is halfway down the second stair.
 # * Under standard init the same class-structured push is added to a random start that keeps
 #   same-class tokens apart. The push is alike within a class because the class's tokens are
 #   interchangeable in the data; small init only leaves no random start to hide it.

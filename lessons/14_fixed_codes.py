@@ -110,8 +110,7 @@ print("shuffled codes reach at most 80 % of each:", max(reach_shuffled) < 0.8)
 # > **Think.** The learned model rests on each rung for hundreds of steps (lesson 03). The code
 # > model starts from pre-activations just as small. Do you expect it to rest as long? Which of the
 # > two code tables do you expect to learn the order-1 rule faster?
-
-# %% [markdown]
+#
 # ## The run
 #
 # One batched ensemble at γ = 1: a learned table, id codes and shuffled codes, 3 seeds each (the
@@ -126,6 +125,9 @@ print(f"{'condition':>15} {'seed':>4} " + " ".join(f"{'H' + str(k) + ' dwell':>9
 for k, (name, read) in enumerate(zip(result.names, result.rungs)):
     cells = " ".join(f"{r.dwell:>9d} {r.onset if r.onset >= 0 else '-':>5}" for r in read.rungs)
     print(f"{name:>15} {result.trajectory.seeds[k]:>4d} {cells} {read.rise:>8.4f} {read.final:>7.4f}")
+for k in result.models("shuffled codes"):  # their slow stretch just below H1
+    print(f"shuffled codes, seed {result.trajectory.seeds[k]}, loss at steps 40, 80, ..., 280:",
+          [round(float(result.trajectory.loss[k, result.trajectory.index(t)]), 3) for t in range(40, 281, 40)])
 
 # %%
 fig = plots.fixed_codes_curves(result)
@@ -138,8 +140,9 @@ fig = plots.fixed_codes_curves(result)
 # * **Id codes** come down through H1 and H2 within the first few dozen steps without resting on
 #   them and end on H3, with a few jumps up (inputs this large make learning rate 1 a big step).
 # * **Shuffled codes** are halfway down each stair sooner than the learned table, but jump several
-#   times, and from about step 40 to 150 slow down just below H1, at about 0.58–0.60: not within
-#   0.01 nats of any level, so the dwell counts no rest there. They end above H3.
+#   times and slow down just below H1, at about 0.58–0.60, from about step 40 to 120 (seed 1 to 240,
+#   down to 0.57; printed above): a level between H1 and H2 that no order predicts and this lesson
+#   leaves unexplained, not within 0.01 nats of any level, so no dwell counts. They end above H3.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -196,8 +199,7 @@ print("γ = 2: every id-code seed is halfway down to H3 within 4x its γ = 1 ons
 # With W1 and W2 hundreds to thousands of times smaller at the start, the id-code models are halfway
 # down the third stair only a little later (onsets 50–55 against 35–40), end on H3, and rest briefly
 # on H0 (10 steps), not at all on H1 or H2: what a product of two small factors predicts, not three.
-
-# %% [markdown]
+#
 # ### Fixed, or only large?
 #
 # The reasoning above is about size: a factor stops being small because the codes are large, not
@@ -246,16 +248,16 @@ print("trainable ±1 codes: order-1 share of R − R₀ below 0.5 at every step:
 # * **Left**: the trainable codes are, like the fixed ones, halfway down the three stairs at steps
 #   25, 85 and 160–175 with no rest on H1 or H2, and end within 0.01 of H3 (0.476–0.477) by step 600
 #   (the fixed ones: 0.483–0.490 after 1200): moving helps them finish, but brings no rest back.
-# * **Right**: fixed codes at the learned table's size rest on H0 for all 600 steps, where the
-#   learned table rests 120–135 steps and is halfway down the first stair by step 180: with E held
-#   at its small start only W1 and W2 can grow, as the product picture says.
+# * **Right**: fixed codes at the learned table's size rest on H0 for all 600 steps, just starting to
+#   leave it at the end (0.685), where the learned table rests 120–135 steps and is halfway down the
+#   first stair by step 180: with E held small only W1 and W2 can grow, as the product picture says.
 #
-# The first layer's token structure follows the size too: the trainable codes' order-1 share of
-# R − R₀ is at most 0.32–0.34 at any step, as low as the fixed shuffled codes' (below 0.4, further
-# down) and far from the learned table's 0.9 on its H1 rest. What the previous sections credited
-# to "fixed codes" is, in this model, mostly "large codes".
-
-# %% [markdown]
+# So for the rests, what the previous sections credited to "fixed codes" is, in this model, mostly
+# "large codes". For the token structure the controls say less: the trainable ±1 codes' order-1
+# share of R − R₀ is at most 0.32–0.34 at any step, as low as the fixed shuffled codes' (below 0.4,
+# further down) and far from the learned table's 0.9 on its H1 rest, so moving alone does not bring
+# it back; the small fixed codes have not left H0 (share at most 0.30), so they say nothing about R.
+#
 # ## Where the structure goes
 #
 # With E fixed, we look at R(t) − R(0), what training added to the first-layer representation R
@@ -318,8 +320,7 @@ print("shuffled codes: every seed below the 95 % shuffle level:", all(float(r2[k
 # carried after the GELU, from products of bits. Why training gives up a linear part it could keep,
 # this lesson leaves open. The structure E held in lesson 03 has left the token rows; with id codes
 # it is in the codes themselves, and the first layer only has to pick the right bit.
-
-# %% [markdown]
+#
 # ## The small GPT with fixed codes
 #
 # Bochkov's model is a transformer trained on text, so we make the same swap in lesson 09's small
@@ -331,12 +332,11 @@ print("shuffled codes: every seed below the 95 % shuffle level:", all(float(r2[k
 #
 # The codes enter the residual stream at full size (±1): every block and the read-out read it, so
 # there is no single first layer to move the small-init factor into (our choice, like the ±1
-# coding). So the codes are both fixed and about 32 times larger than the learned table's entries
-# (about 1/32 at γ = 1), and the Emb-MLP's two controls pull these apart: **learned, from codes** (a
-# table started at the ±1 codes that trains) and **fixed codes × d^(−γ)** (the codes at the learned
-# table's size, frozen). Four conditions, 3 seeds each, in one batched run on the same batches,
-# measured as in lesson 09 by the KL divergence from each GPT's next-character distribution to the
-# n-gram models of the training text, on held-out windows. Same rungs, in the same order?
+# coding). So the codes are both fixed and some 32 times larger than the learned table's entries
+# (1/32 at γ = 1); the Emb-MLP's two controls pull these apart: **learned, from codes** (trains
+# from the ±1 codes) and **fixed codes × d^(−γ)** (frozen at the learned table's size). Four
+# conditions, 3 seeds each, one batched run on the same batches, measured as in lesson 09 by the KL
+# from each GPT's next-character distribution to the n-gram models, on held-out windows.
 
 # %%
 gpt = gpt_codes_experiment(seeds=(0, 1, 2), steps=300, conditions=GPT_CONDITIONS + GPT_CONTROLS, progress=False)
@@ -429,12 +429,12 @@ print("fixed codes end further from the trigram model than learned tables by ove
 # * Where it does not (shuffled ids), the token rows use the 65 % of ΔS¹ the codes reach only for
 #   the first few dozen steps and end at the level of shuffled signatures: the network learns the
 #   rules through its nonlinearity, with jumps in the loss, and is still above H3 after 1200 steps.
-# * In the small GPT on text (7 bits tiled to d = 32), fixed codes pass the unigram, then the bigram
-#   model without the learned table's short slow-down near the first, come within 1 nat of the
-#   bigram model sooner, and end 300 Adam steps at the learned table's held-out loss (within 0.1
-#   nats, every seed) but further from the trigram model's predictions. The controls point to size
-#   again: a learned table started at the codes takes the fixed codes' path; fixed codes × d^(−γ)
-#   come closer to the unigram model and have not come within 1 nat of the bigram model by step 300.
+# * In the small GPT on text (7 bits tiled to d = 32), fixed codes come closest to the unigram model,
+#   then approach the bigram model, without the learned table's short slow-down near the first; they
+#   are within 1 nat of the bigram model sooner and end 300 Adam steps at the learned table's loss
+#   (within 0.1 nats) but further from the trigram model. The controls point to size again: a table
+#   started at the codes takes their path; fixed codes × d^(−γ) come closer to the unigram model and
+#   are not within 1 nat of the bigram model by step 300.
 #
 # **Next.** Open `exercises/14_fixed_codes.ipynb`: build the code table, compute the first-layer
 # token representation, and score it against ΔS¹.

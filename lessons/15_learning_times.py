@@ -63,12 +63,11 @@ from ctxlab.tasks import hierarchy_task
 # 0.3. All 512 sequences with their exact weights form the population, so every sequence is one
 # contextualised token and there is no sampling noise.
 #
-# `learning_time_experiment` trains 3 seeds of the Emb-MLP (d 32, 128 GELU units, γ = 1,
-# full-batch GD at lr 1, 1500 steps) with `ctxlab.train.train`. A probe,
-# `probes={"row_loss": token_loss_probe(data)}`, records the cross-entropy of every sequence at about 80
-# distinct steps spaced evenly in log t. It then fits one sigmoid per curve (`fit_sigmoids`) and
-# reads the rung onsets of the mean loss (lesson 03): the steps at which it is halfway down each
-# stair.
+# `learning_time_experiment` trains 3 seeds of the Emb-MLP (d 32, 128 GELU units, γ = 1, full-batch
+# GD at lr 1, 1500 steps) with `ctxlab.train.train`. A probe, `probes={"row_loss": token_loss_probe(data)}`,
+# records the cross-entropy of every sequence at about 80 distinct steps spaced evenly in log t. It
+# then fits one sigmoid per curve (`fit_sigmoids`) and reads the rung onsets of the mean loss
+# (lesson 03): the steps at which it is halfway down each stair.
 
 # %%
 task = hierarchy_task(block=8, n_values=2)
@@ -99,10 +98,9 @@ for title, m in zip(titles, kinds):
 
 # %% [markdown]
 # Only one kind (both anchor attributes 0, a quarter of the sequences) goes down at every rung.
-# Every other sequence has a rung at which its loss must go *up*. Take A(x2) = 1, A(x3) = 0: the
-# key alone says "label = A(x1)" with probability 0.7, yet this sequence's label is A(x1) only 40 %
-# of the time. So the mean loss falls on rung 1 while this sequence's loss rises from 0.693 to
-# 0.865.
+# Every other sequence has a rung at which its loss must go *up*. Take A(x2) = 1, A(x3) = 0: the key
+# alone says "label = A(x1)" with probability 0.7, yet this sequence's label is A(x1) only 40 % of
+# the time. So the mean loss falls on rung 1 while this sequence's loss rises from 0.693 to 0.865.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -224,10 +222,13 @@ print("R² of the loss:", [round(v, 3) for v in rec.r2_curve.tolist()],
       "| final loss, measured vs rebuilt:", [round(v, 3) for v in rec.mean[:, -1].tolist()],
       [round(v, 3) for v in rec.fitted[:, -1].tolist()])
 fig = plots.reconstruction_figure(result.steps, rec)
+plots.label_levels(fig.axes[0], task.plateau_levels())  # H0..H3, dashed
+fig.tight_layout()
 
 # %% [markdown]
-# The sum of sigmoids follows the loss broadly but smooths its treads away, and it ends above the
-# measured loss (the rising kind's fitted rise is never undone). The measured speed of descent
+# The measured loss rests on H1 and then on H2 (dashed); the sum of sigmoids follows it broadly but
+# smooths those treads away, and it ends above the measured loss (the rising kind's fitted rise is
+# never undone). The measured speed of descent
 # (right) has three peaks, one per rung. The rebuilt one has a small sharp peak at rung 1 and one
 # broad, low hump from rung 1 to rung 3, with no peak of its own at rung 2 or rung 3.
 
@@ -250,9 +251,8 @@ print("the rebuilt loss ends more than 0.02 nats above the measured one (every s
 #
 # * **The tokens.** 32 fixed windows of held-out text; every character at positions 1 to 15 of a
 #   window (where the trigram model has its two characters of context) is one contextualised
-#   token: 480 of them. `window_loss_probe` records each one's loss at about 33 steps spaced
-#   evenly in log t. The probe goes through `train_lm`'s `probes` hook, and its `record_steps`
-#   argument chooses the steps at which to record.
+#   token: 480 of them. `window_loss_probe` records each one's loss at about 33 steps spaced evenly
+#   in log t, through `train_lm`'s `probes` hook (its `record_steps` argument chooses the steps).
 # * **The order of a token.** On the synthetic task it was the fewest context tokens whose
 #   statistic gives the token its final loss. Text has no exact statistic, so we count the
 #   context of the n-gram model (unigram, bigram, trigram, counted on the training text) that
@@ -277,14 +277,13 @@ fig = plots.token_curves_figure(text.steps, text.curves, text.fit.curves(text.st
 
 # %% [markdown]
 # One panel per order, every token's curve (thin, all seeds), the mean of the fitted sigmoids per
-# seed (black) and, dashed, the loss that each n-gram model gives those tokens (order 0 =
-# unigram, 1 = bigram, 2 = trigram). All curves start at ln V and fall together in the first
-# few steps; many jump up for a moment near step 9 and come back (the mean loss has the same
-# spike, below). Then they fan out, each token on its own path: the order-0 tokens (the characters that
-# context makes *less* likely) climb back up, while the others keep falling on average. The
-# order-2 tokens end at the bigram model's loss, far above the trigram model's: in 400 steps
-# these GPTs have not learned what the trigram model knows about them, so their learning times
-# date their bigram learning.
+# seed (black) and, dashed, the loss that each n-gram model gives those tokens (order 0 = unigram,
+# 1 = bigram, 2 = trigram). All curves start at ln V and fall together in the first few steps; many
+# jump up for a moment near step 9 and come back (the mean loss has the same spike, below). Then
+# they fan out, each token on its own path: the order-0 tokens (the characters that context makes
+# *less* likely) climb back up, while the others keep falling on average. The order-2 tokens end
+# at the bigram model's loss, far above the trigram model's: in 400 steps these GPTs have not
+# learned what the trigram model knows about them, so their learning times date their bigram learning.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -303,8 +302,7 @@ print("every seed: the order-0 tokens' mean loss ends more than 0.4 nats above i
 # run above) and on text, on one log-step axis. Above the histograms, each order's interquartile
 # range of τ (bar) and median (dot). The measure of spread is that range in log-steps, the IQR of
 # ln τ within an order (`log_tau_iqr`); the measure of order is the chance that a token of the
-# lower order has the smaller τ (`learns_before`: 1 when the orders come one after the other,
-# ½ when they are mixed).
+# lower order has the smaller τ (`learns_before`: 1 when the orders follow each other, ½ if mixed).
 
 # %%
 fig = plots.spectra_figure(
@@ -381,34 +379,29 @@ print("text: the rebuilt speed of descent peaks below 60 % of the measured peak 
 
 # %% [markdown]
 # **What this lesson showed.**
-# - On the staircase task every contextualised token's loss moves at every rung, and three
-#   quarters of them go *up* at some rung. The mean loss falls at each rung because the falls
-#   outweigh the rises, not because each token has its own moment.
-# - One sigmoid per token fits the tokens that only fall (R² above 0.9), but not those that rise
-#   and fall (R² 0.3–0.9).
-# - Tokens of order 1 learn at rung 1, as the staircase predicts. Tokens of order 3 get learning
-#   times at rung 1 or between rungs 1 and 2, never at rungs 2 and 3: a single sigmoid dates a
-#   token by its largest move.
-# - The sum of the sigmoids follows the loss (R² above 0.9) but smooths its treads away and ends
-#   too high, and it does not rebuild the derivative (R² below 0.5): the spectrum of single
-#   learning times has no peak at the later rungs.
-# - On text (a one-block GPT on characters, 400 Adam steps), the learning times within every order
-#   spread over two decades of steps: their interquartile range in log-steps is more than twice
-#   the largest on the synthetic task. Order-0 (unigram) tokens tend to learn first (7 times in
-#   10), order-1 and order-2 tokens are not told apart, and the order-2 tokens have not reached
-#   the trigram model's loss. Neither the spread nor the overlap singles out the staircase: the
+# - On the staircase task every token's loss moves at every rung, and three quarters of them go
+#   *up* at some rung: the mean loss falls because the falls outweigh the rises.
+# - One sigmoid per token fits the tokens that only fall (R² above 0.9), not those that rise and
+#   fall (R² 0.3–0.9).
+# - Order-1 tokens learn at rung 1, as the staircase predicts; order-3 tokens get learning times at
+#   rung 1 or between rungs 1 and 2, never at rungs 2 and 3: a single sigmoid dates a token by its
+#   largest move.
+# - The sum of the sigmoids follows the loss (R² above 0.9) but smooths its treads away, ends too
+#   high and does not rebuild the derivative (R² below 0.5): no peak at the later rungs.
+# - On text (a one-block character GPT, 400 Adam steps) each order's learning times spread over two
+#   decades of steps, an interquartile range in log-steps over twice the synthetic task's largest.
+#   Order-0 tokens tend to learn first (7 times in 10); orders 1 and 2 are not told apart, and the
+#   order-2 tokens have not reached the trigram model's loss. Neither singles out the staircase: the
 #   run never learns trigram statistics, and minibatch noise on single windows spreads τ too.
-# - On text only 36 % of the token curves are fitted by one sigmoid with R² above 0.8. The sum of
-#   sigmoids again rebuilds the loss (R² above 0.9) but not its derivative.
-
-# %% [markdown]
+# - On text only 36 % of the curves fit one sigmoid with R² above 0.8; the sum of sigmoids again
+#   rebuilds the loss (R² above 0.9) but not its derivative.
+#
 # > **Paper vs. this course.**
 # > *Paper:* Wang et al. fit sigmoids to the validation-loss trajectories of contextualised tokens
 # > in more than a hundred pre-training runs (modern LLM architectures up to 6B parameters and
 # > 300B tokens). They report that token learning is concentrated in localised transitions, and
 # > that the spectrum of learning times rebuilds the derivative of the validation loss along
-# > steps, data and model size. Reweighting the data by learnability gave 11 % faster loss
-# > reduction.
+# > steps, data and model size. Reweighting the data by learnability gave 11 % faster loss reduction.
 # > *This course:* an exact population of 512 sequences, an Emb-MLP with small initialization and
 # > plain full-batch GD, 3 seeds. Our own sigmoid, in log-step, and our own fit (the abstract gives
 # > no parametrisation, and the paper's fitting details, filters and error measure are not known to
@@ -427,10 +420,8 @@ print("text: the rebuilt speed of descent peaks below 60 % of the measured peak 
 # > (R² ≈ 0.96) but not its derivative (R² ≈ 0.35–0.4), unlike the close match the paper reports
 # > at scale. Our order of a text token (the n-gram model that predicts it best) is our choice.
 # > *What this version cannot show:* the spectrum of a model trained to the end on text, at the
-# > paper's scale; the data- and model-size axes; the reweighting result. Those need runs far
-# > beyond a CPU classroom.
-
-# %% [markdown]
+# > paper's scale; the data- and model-size axes; the reweighting result (runs far beyond a CPU).
+#
 # ## Summary
 #
 # * A probe of the training loop records every sequence's loss; one sigmoid in log-step per curve

@@ -121,11 +121,11 @@ def check_11_signature_table(fn: Callable[[Dataset, int, Sequence[int], float], 
     run_check("check_11_signature_table", fn, _table_cases(), compare, diagnoses)
 
 
-# --- exercise: who reaches the last plateau first ------------------------------------------------
+# --- exercise: who is halfway down the last stair first ------------------------------------------------
 
 
 def finishing_order(runs: dict[str, tuple[Tensor, Tensor]], levels: Sequence[float]) -> list[str]:
-    """Conditions that reach the last plateau in every seed, fastest (smallest mean step) first (reference).
+    """Conditions halfway down the last stair in every seed, fastest (smallest mean step) first (reference).
 
     Reaching = first recorded step below the midpoint of the last two levels (``stair_onsets``);
     a condition with a seed that never gets there is left out; [] when no condition finishes.
@@ -215,7 +215,7 @@ def _as_names(value: Any) -> list[str] | None:
 
 
 def check_11_finishing_order(fn: Callable[[dict, Sequence[float]], list[str]]) -> None:
-    """fn(runs, levels) -> condition names that reach the last plateau in every seed, fastest mean first."""
+    """fn(runs, levels) -> condition names halfway down the last stair in every seed, fastest mean first."""
 
     def compare(got: Any, expected: list[str]) -> str | None:
         names = _as_names(got)
@@ -253,12 +253,12 @@ def check_11_finishing_order(fn: Callable[[dict, Sequence[float]], list[str]]) -
                                   "(Python's sorted is stable; do not break ties by name or reverse them)"),
         Diagnosis(by_median, "order by the MEAN step over seeds, not the median"),
         Diagnosis(lambda g, e, c: e and _as_names(g) == [],
-                  "reaching a plateau means dropping below the *midpoint* between the last two levels "
+                  "halfway down the last stair means dropping below the *midpoint* between the last two levels "
                   "(the loss approaches H_L from above and may never go below it)"),
         Diagnosis(includes_unfinished,
-                  "a condition where some seed never reaches the last plateau is out of the race "
+                  "a condition where some seed never gets halfway down the last stair is out of the race "
                   "(stair_onsets returns -1 for 'never': do not average it as a step)"),
-        Diagnosis(by_final_loss, "the question is *when* the last plateau is reached, not which run ends lowest"),
+        Diagnosis(by_final_loss, "the question is *when* each run is halfway down the last stair, not which run ends lowest"),
         Diagnosis(by_best_seed, "average over the seeds of a condition; the single luckiest seed does not decide"),
     ]  # fmt: skip
     run_check("check_11_finishing_order", fn, _race_cases(), compare, diagnoses)

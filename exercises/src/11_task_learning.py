@@ -2,7 +2,7 @@
 # # Exercises 11 — Task learning with a frozen embedding
 #
 # Two exercises on lesson 11: build the signature-derived embedding, then predict and verify which
-# frozen table reaches the last plateau first. Fill in each `# YOUR CODE HERE`, then run the check
+# frozen table is halfway down the last stair first. Fill in each `# YOUR CODE HERE`, then run the check
 # cell below it: it prints `PASS check_11_…` or stops with a hint. The checks also try *hidden*
 # cases (other tasks, order sets, row weights, races), so write code for any input. Grade the
 # whole notebook from a terminal:
@@ -14,7 +14,7 @@
 # | # | exercise | difficulty | time |
 # |---|---|---|---|
 # | 1 | build the signature-derived embedding | ★★☆ | 20 min |
-# | 2 | predict, then verify: who reaches the last plateau first? | ★★☆ | 15 min |
+# | 2 | predict, then verify: who is halfway down the last stair first? | ★★☆ | 15 min |
 
 # %%
 import torch
@@ -67,16 +67,16 @@ def signature_table(data: Dataset, d: int, orders, norm: float) -> torch.Tensor:
 ctxlab.checks.check_11_signature_table(signature_table)
 
 # %% [markdown]
-# ## Exercise 2 — predict, then verify: who reaches the last plateau first? (★★☆, 15 min)
+# ## Exercise 2 — predict, then verify: who is halfway down the last stair first? (★★☆, 15 min)
 #
-# **Predict first** (write it down): frozen at the matched norm √V, which reaches the hierarchy
-# task's last plateau H3 first — a random table, the ΔS¹⁺² table or the ΔS¹⁺²⁺³ table? Which
-# never does?
+# **Predict first** (write it down): frozen at the matched norm √V, which is halfway down the
+# hierarchy task's last stair (from H2 towards H3) first — a random table, the ΔS¹⁺² table or the
+# ΔS¹⁺²⁺³ table? Which never is?
 #
 # Then write `finishing_order(runs, levels)`: `runs` maps a condition name to `(steps [T],
 # loss [n_seeds, T])`, `levels` is H0..HL. Return the names of the conditions in which **every**
-# seed reaches the last plateau, fastest first by the **mean** step over seeds. "Reaching" is the
-# lesson's convention: the first recorded step below the midpoint of the last two levels
+# seed gets halfway down the last stair, fastest first by the **mean** step over seeds. "Halfway
+# down" is the lesson's onset rule: the first recorded step below the midpoint of the last two levels
 # (`stair_onsets(steps, loss, levels)[:, -1]`, which is -1 for "never"). Conditions with the same
 # mean step keep the order in which `runs` lists them. Return `[]` if no condition finishes.
 #
@@ -88,7 +88,7 @@ ctxlab.checks.check_11_signature_table(signature_table)
 
 # %%
 def finishing_order(runs: dict, levels) -> list[str]:
-    """Conditions whose every seed reaches the last plateau, ordered by the mean step (fastest first)."""
+    """Conditions whose every seed is halfway down the last stair, ordered by the mean step (fastest first)."""
     ### BEGIN SOLUTION
     finished = {}
     for name, (steps, loss) in runs.items():

@@ -1,5 +1,5 @@
 # %% [markdown]
-# # Exercises 16 — Rare tokens: update size, loss per bin, the step a bin reaches its rung
+# # Exercises 16 — Rare tokens: update size, loss per bin, the step a bin is halfway down to its rung
 #
 # Three exercises on lesson 16, on the hierarchy task with Zipf-weighted keys. Fill in each
 # `# YOUR CODE HERE`, then run the check cell below it: it prints `PASS check_16_…` or stops with a
@@ -14,7 +14,7 @@
 # |---|---|---|---|
 # | 1 | the log-log slope of update size against frequency | ★☆☆ | 10 min |
 # | 2 | the loss of one frequency bin | ★★☆ | 15 min |
-# | 3 | the step at which a bin reaches its rung, "never" included | ★★☆ | 15 min |
+# | 3 | the step at which a bin is halfway down to its rung, "never" included | ★★☆ | 15 min |
 
 # %%
 import math
@@ -112,14 +112,15 @@ for b, ids in enumerate(bins):
     print(f"bin {b} (keys {ids.tolist()}): loss at step 300 per seed", [round(v, 4) for v in bin_loss(logits, data, ids).tolist()])
 
 # %% [markdown]
-# ## Exercise 3 — the step at which a bin reaches its rung (★★☆, 15 min)
+# ## Exercise 3 — the step at which a bin is halfway down to its rung (★★☆, 15 min)
 #
 # Write `rung_step(steps, curve, level)`: the first **recorded step** (a value of `steps`, not
 # its index) at which the loss `curve` is strictly below `level`. A curve that dips below and
-# comes back up has still reached it at its first dip. If the curve never gets below `level`,
+# comes back up has still got below it at its first dip. If the curve never gets below `level`,
 # return `math.inf` ("later than anything recorded"): not −1 and not 0, which a comparison
 # would read as "very early". `steps` and `curve` are 1-d tensors of the same length; return a
-# Python float.
+# Python float. Called with the midpoint (H_{k−1} + H_k)/2 as `level`, it gives the step at which
+# the bin is halfway down to rung k, as in the lesson.
 #
 # <details><summary>Hint</summary>
 #
