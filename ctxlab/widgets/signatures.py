@@ -137,7 +137,7 @@ class SignatureFigure:
         levels = [s.entropy for s in ladder]
         self.ladder_line.set_data(orders + [orders[-1] + 1], levels + [levels[-1]])
         self.ax_lad.set_xticks([o + 0.5 for o in orders], [str(o) for o in orders])
-        self.ax_lad.set(xlabel="order k", ylabel="H(Y | best k tokens)", xlim=(orders[0], orders[-1] + 1),
+        self.ax_lad.set(xlabel="order k", ylabel="best loss with order-k statistics", xlim=(orders[0], orders[-1] + 1),
                         ylim=(0, max(levels) * 1.1), title="entropy ladder")
 
     def render_png(self) -> bytes:
