@@ -39,10 +39,23 @@ print("embedding", tuple(model.embedding.shape), "position", tuple(model.positio
 #
 # `model.embedding` is [K, V, d], `model.position` [K, L, d], `model.w_v` [K, d, d]; `x` is [N, L].
 #
-# <details><summary>Hint</summary>
+# <details><summary>Hint 1: the idea</summary>
 #
-# `model.embedding.detach()[:, x]` is [K, N, L, d]; add `model.position[:, None]`, average over
-# the position axis, then `@ model.w_v`.
+# With every weight equal, attention forgets the order of the context: it averages what each
+# position offers, and the value map is applied once to that average.
+# </details>
+#
+# <details><summary>Hint 2: the approach</summary>
+#
+# Look up every token of every sequence in each model's table, add each position's own vector,
+# average over the positions of a sequence, and multiply by each model's value matrix.
+# </details>
+#
+# <details><summary>Hint 3: the pitfalls</summary>
+#
+# Keep the K models apart (each has its own table, positions and W_V). Average over the
+# positions, not over the sequences or the width, and add the position vectors before averaging.
+# Return plain tensors, not ones that carry gradients.
 # </details>
 
 # %%
@@ -67,10 +80,23 @@ ctxlab.checks.check_07_uniform_output(uniform_output)
 # inside the band later. Attention can also move *away* from that position (below 1/L), and
 # `steps` need not start at 0 nor be evenly spaced.
 #
-# <details><summary>Hint</summary>
+# <details><summary>Hint 1: the idea</summary>
 #
-# Build a boolean [K, T] mask, find the first True per row with `mask.int().argmax(-1)`, and use
-# `mask.any(-1)` to put −1 where no entry is True. Index `steps` with the position you found.
+# Attention has left uniform at the first record where its distance from 1/L exceeds the band,
+# whichever side it leaves on.
+# </details>
+#
+# <details><summary>Hint 2: the approach</summary>
+#
+# Per model and record, a yes/no "outside the band"; per model, the first record where it is yes,
+# turned into a training step through `steps`.
+# </details>
+#
+# <details><summary>Hint 3: the pitfalls</summary>
+#
+# A distance, so both directions count. The position of the first maximum of an all-no row is 0:
+# check whether the weight ever left. Return steps, not record numbers (the grid need not start at
+# 0 or be even), and the first time, not the last time it leaves.
 # </details>
 
 # %%

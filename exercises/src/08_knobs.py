@@ -43,12 +43,25 @@ from ctxlab.synthetic import small_init_table, synthetic_phase_map
 # Some hidden maps put the axes in another order, or replace the learning rate by another knob
 # that lengthens the rest: read the map, do not assume the answer.
 #
-# <details><summary>Hint</summary>
+# <details><summary>Hint 1: the idea</summary>
 #
-# `stable = [j for j in range(len(lrs)) if not plateau[:, j].isnan().any()]`, then
-# `kept = plateau[:, stable]`; compare `kept[0].mean()` with `kept[-1].mean()` for γ, and
-# `kept[:, 0].mean()` with `kept[:, -1].mean()` for the learning rate (`lrs[stable[0]]` or
-# `lrs[stable[-1]]`).
+# Clean the map first, then read each axis separately: along γ, which end row rests less on
+# average; along the remaining learning rates, which end column.
+# </details>
+#
+# <details><summary>Hint 2: the approach</summary>
+#
+# Find the columns in which any run diverged and leave them out entirely. Of what is left, compare
+# the means of the first and last rows, and of the first and last kept columns, and return the
+# axis values that belong to the shorter ones.
+# </details>
+#
+# <details><summary>Hint 3: the pitfalls</summary>
+#
+# One diverged run makes the whole learning rate unstable. The axes need not be sorted, so take
+# the end rows and columns as given, never the smallest or largest value. Return the values
+# themselves, not their positions, and for the learning rate the value of the kept column, not the
+# column's position in the full map.
 # </details>
 
 # %%
@@ -94,10 +107,23 @@ ctxlab.checks.check_08_no_plateau_corner(no_plateau_corner)
 # Then run the cell after the check: it prints the norms before and after LayerNorm for several γ
 # and d. Which of them depends on γ? What does that mean for the product E → W₁ → W₂ at small init?
 #
-# <details><summary>Hint</summary>
+# <details><summary>Hint 1: the idea</summary>
 #
-# `centred = E - E.mean(-1, keepdim=True)`; the biased variance is `centred.pow(2).mean(-1, keepdim=True)`;
-# divide, then take `.norm(dim=-1)`. Without ε every norm would be exactly √d.
+# LayerNorm removes a row's mean and divides by its spread, with ε added under the square root.
+# While the spread is large against ε the row's starting scale cancels; ask what happens to that
+# cancellation when the entries are as small as d^(−γ) makes them.
+# </details>
+#
+# <details><summary>Hint 2: the approach</summary>
+#
+# Per row: subtract the mean of its d entries, divide by the square root of (the mean of the
+# squared centred entries + ε), and take the Euclidean norm of the result.
+# </details>
+#
+# <details><summary>Hint 3: the pitfalls</summary>
+#
+# The biased variance divides by d, not d − 1. ε goes inside the square root. Normalise along the
+# width of each row, not down the columns of the table.
 # </details>
 
 # %%
