@@ -14,6 +14,7 @@ from ctxlab.theory import (
     correlation_modes,
     fit_growth_rate,
     growing_amplitude,
+    mode_projections,
     input_output_correlation,
     mode_strengths,
     predicted_growth_rates,
@@ -86,6 +87,19 @@ def test_growth_rate_and_switch_on_match_a_run():
     assert float(rate) == pytest.approx(float(predicted_growth_rates(modes.s)[0]), rel=0.05)
     on = int((a[:, 0] >= 0.5).float().argmax())
     assert on == pytest.approx(float(predicted_switch_on(modes.s, amp, 0.5)[0, 0]), rel=0.15)
+
+
+def test_mode_projections_give_each_modes_strength_and_its_growing_part():
+    task = modes_task()
+    modes = correlation_modes(task.population)
+    model = make_model("linear", task, gamma=[1.0, 1.5], seed=[0, 1], d=16)
+    alpha, beta = mode_projections(model, modes)
+    assert alpha.shape == beta.shape == (2, len(modes.s), 16)
+    # every mode of this task lives at the key's position: α·β is the mode's strength in the product map
+    assert torch.allclose((alpha * beta).sum(-1), mode_strengths(product_map(model), modes), atol=1e-12)
+    assert torch.allclose(growing_amplitude(model, modes), ((alpha + beta) ** 2).sum(-1) / 4)
+    elsewhere = mode_projections(model, modes, [1] * len(modes.s))  # read at the filler position instead
+    assert not torch.allclose(elsewhere[0], alpha)
 
 
 def test_mode_growth_reads_rates_and_switch_on_only_where_the_mode_is_exponential():

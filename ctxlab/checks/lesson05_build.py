@@ -25,8 +25,8 @@ from ctxlab.checks.lesson05 import first_steps
 from ctxlab.dataset import Dataset
 from ctxlab.models import LinearEmb, ensemble_grid
 from ctxlab.tasks import hierarchy_task, modes_task
-from ctxlab.theory import (correlation_modes, growing_amplitude, mode_strengths, predicted_growth_rates,
-                           predicted_switch_on, product_map)
+from ctxlab.theory import (correlation_modes, growing_amplitude, mode_projections, mode_strengths,
+                           predicted_growth_rates, predicted_switch_on, product_map)
 from ctxlab.train import recorded_steps, train
 
 LEVEL = 0.5  # a mode is switched on once a_k reaches it (lesson 05)
@@ -73,7 +73,7 @@ def _predict_variant(model: LinearEmb, data: Dataset, level: float, lr: float, *
                      amplitude: str = "growing", clamp: bool = True) -> Tensor:
     """The prediction under one changed ingredient: what a typical mistake computes."""
     modes = correlation_modes(data)
-    alpha, beta = _projections(model, modes, at_zero=amplitude == "key at 0")
+    alpha, beta = mode_projections(model, modes, [0] * len(modes.s) if amplitude == "key at 0" else None)
     a0 = {"growing": ((alpha + beta) ** 2).sum(-1) / 4, "key at 0": ((alpha + beta) ** 2).sum(-1) / 4,
           "unquartered": ((alpha + beta) ** 2).sum(-1), "product": (alpha * beta).sum(-1)}[amplitude]
     s = modes.s
@@ -81,19 +81,6 @@ def _predict_variant(model: LinearEmb, data: Dataset, level: float, lr: float, *
                 "lr 1": 2 * torch.log1p(s), "log10": 2 * torch.log1p(lr * s) / math.log(10)}[rate]
     times = torch.log(level / a0) / per_step
     return times.clamp_min(0) if clamp else times
-
-
-def _projections(model: LinearEmb, modes, at_zero: bool = False) -> tuple[Tensor, Tensor]:
-    """α_k = W^(i) u_k and β_k = Eᵀ v_k^(i) [K, r, d] at each mode's position i (or at position 0 for all:
-    what code that assumes the key at 0 reads)."""
-    E = model.embedding.detach().double()
-    K, V, d = E.shape
-    w = model.w.detach().double().reshape(K, model.seq_len, d, -1)
-    v = modes.v.reshape(model.seq_len, V, -1)
-    where = [0] * len(modes.s) if at_zero else v.norm(dim=1).argmax(0).tolist()
-    alpha = torch.stack([w[:, i] @ modes.u[:, k] for k, i in enumerate(where)], 1)
-    beta = torch.stack([E.transpose(1, 2) @ v[i, :, k] for k, i in enumerate(where)], 1)
-    return alpha, beta
 
 
 def _feature_major(model: LinearEmb) -> LinearEmb:

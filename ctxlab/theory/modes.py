@@ -90,26 +90,31 @@ def predicted_growth_rates(singular_values: Tensor, lr: float = 1.0) -> Tensor:
     return 2 * torch.log1p(lr * torch.as_tensor(singular_values, dtype=torch.float64))
 
 
-def growing_amplitude(model, modes: Modes) -> Tensor:
-    """|alpha_k + beta_k|^2 / 4 at the current weights of a LinearEmb: [K, r].
+def mode_projections(model, modes: Modes, positions: list[int] | None = None) -> tuple[Tensor, Tensor]:
+    """alpha_k = W^(i) u_k and beta_k = E^T v_k^(i) of a LinearEmb, [K, r, d] each: both factors seen from mode k.
 
-    With alpha_k = W^(i) u_k and beta_k = E^T v_k^(i) (i: the position where v_k lives), the
-    linearised dynamics give a_k(t) = |alpha+beta|^2/4 (1 + lr s_k)^(2t) - |alpha-beta|^2/4:
-    this is the a_0 that sets how long mode k takes to switch on.
+    i is the position where v_k lives (its block of largest norm) unless ``positions`` gives one per mode.
     """
     if not isinstance(model, LinearEmb):
-        raise ValueError("growing_amplitude is exact for the two-factor LinearEmb only")
+        raise ValueError("mode projections are exact for the two-factor LinearEmb only")
     E = model.embedding.detach().double().cpu()
     K, V, d = E.shape
     w = model.w.detach().double().cpu().reshape(K, model.seq_len, d, -1)
     v = modes.v.reshape(model.seq_len, V, -1)  # [L, V, r]
-    where = v.norm(dim=1).argmax(0)  # [r]: position of each mode
-    out = torch.zeros(K, len(modes.s), dtype=torch.float64)
-    for k, i in enumerate(where.tolist()):
-        alpha = w[:, i] @ modes.u[:, k]  # [K, d]
-        beta = E.transpose(1, 2) @ v[i, :, k]  # [K, d]
-        out[:, k] = ((alpha + beta) ** 2).sum(-1) / 4
-    return out
+    where = v.norm(dim=1).argmax(0).tolist() if positions is None else positions
+    alpha = torch.stack([w[:, i] @ modes.u[:, k] for k, i in enumerate(where)], 1)
+    beta = torch.stack([E.transpose(1, 2) @ v[i, :, k] for k, i in enumerate(where)], 1)
+    return alpha, beta
+
+
+def growing_amplitude(model, modes: Modes) -> Tensor:
+    """|alpha_k + beta_k|^2 / 4 at the current weights of a LinearEmb: [K, r].
+
+    The linearised dynamics give a_k(t) = |alpha+beta|^2/4 (1 + lr s_k)^(2t) - |alpha-beta|^2/4:
+    this is the a_0 that sets how long mode k takes to switch on.
+    """
+    alpha, beta = mode_projections(model, modes)
+    return ((alpha + beta) ** 2).sum(-1) / 4
 
 
 def predicted_switch_on(singular_values: Tensor, amplitude: Tensor, level: float, lr: float = 1.0) -> Tensor:
