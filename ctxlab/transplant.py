@@ -119,6 +119,23 @@ def rescale(table: Tensor, norm: float) -> Tensor:
     return table * (norm / current)
 
 
+def random_orthonormal(n: int, r: int, generator: torch.Generator, dtype: torch.dtype = torch.float32) -> Tensor:
+    """[n, r] with orthonormal columns, uniformly distributed (Haar): QR of a Gaussian, signs fixed by R's diagonal."""
+    q, upper = torch.linalg.qr(torch.randn(n, r, generator=generator, dtype=dtype))
+    return q * torch.sign(torch.diagonal(upper))
+
+
+def rank_matched_control(table: Tensor, seed: int) -> Tensor:
+    """A random table with ``table``'s singular values (so its rank and norm) on random orthonormal bases of both
+    sides, in its dtype: the control that tells a table's content from the concentration of its norm on few
+    directions."""
+    V, d = table.shape
+    generator = torch.Generator().manual_seed(integer(seed, "seed"))
+    left = random_orthonormal(V, min(V, d), generator, table.dtype)
+    right = random_orthonormal(d, min(V, d), generator, table.dtype)
+    return (left * torch.linalg.svdvals(table)) @ right.T
+
+
 def signature_embedding(task: Task | Dataset, d: int, orders: Sequence[int] = (1, 2), norm: float | None = None) -> Tensor:
     """A [V, d] table whose rows are the tokens' label signatures, projected to width d.
 
@@ -129,7 +146,7 @@ def signature_embedding(task: Task | Dataset, d: int, orders: Sequence[int] = (1
     Frobenius norm (None keeps the signature's own scale). Tokens whose signal lives only in
     orders not listed get (near-)identical rows: the table cannot tell them apart.
     """
-    data = task.population if isinstance(task, Task) else task
+    data = task.population if hasattr(task, "population") else task  # duck-typed: a re-imported ctxlab's Task too
     orders = list(orders)
     if not orders or len(set(orders)) != len(orders):
         raise ValueError(f"orders must be a non-empty list of distinct orders, got {orders}")
@@ -194,11 +211,12 @@ class FrozenRace:
 
 def frozen_race(task: Task, reference: Trajectory, seeds: Sequence[int], d: int = 32, steps: int = 700,
                 norm: float | None = None, device=None) -> FrozenRace:
-    """Freeze five tables, all at the matched norm (default √V, a standard-init table's expected norm)
+    """Freeze six tables, all at the matched norm (default √V, a standard-init table's expected norm)
     except the first, and let only W1, W2 learn (full-batch GD, lr 1): a random table at small-init
     scale (γ = 1) and the same table at the matched norm, the signature tables ΔS¹⁺² and ΔS¹⁺²⁺³,
-    and the table ``reference`` (a learner's run over the same seeds) ended with, taken from another
-    seed so that no W1 co-adapted with it."""
+    the table ``reference`` (a learner's run over the same seeds) ended with, taken from another
+    seed so that no W1 co-adapted with it, and a random table with ΔS¹⁺²⁺³'s singular values
+    (:func:`rank_matched_control`)."""
     data = task.population
     V = data.vocab_size
     seeds = list(seeds)
@@ -215,6 +233,7 @@ def frozen_race(task: Task, reference: Trajectory, seeds: Sequence[int], d: int 
         "ΔS¹⁺²": lambda s: sig12,
         "ΔS¹⁺²⁺³": lambda s: sig123,
         "learned (other seed)": lambda s: rescale(learned[(seeds.index(s) + 1) % len(seeds)], norm),
+        "rank-matched random": lambda s: rank_matched_control(sig123, 100 + s),
     }
     frozen, names = frozen_ensemble(task, conditions, seeds, d=d)
     run = train(frozen, data, steps, lr=1.0, record_every=10, progress=False, device=device)

@@ -411,6 +411,7 @@ print("the order-1 term of the key is the largest single term:", int(sizes.argma
 #   on its own.
 #
 # **Next.** Open `exercises/01_signatures.ipynb`: you will compute the order-1 signature from counts,
-# a conditional entropy, the pair interaction term and the number of distinct signature rows, and
-# grade your notebook with `ctxlab grade exercises/01_signatures.ipynb`. Lesson 02 turns to measuring
+# a conditional entropy, the pair interaction term and the number of distinct signature rows, then
+# build the incremental term of every order, check that the orders are orthogonal and take the
+# entropy ladder apart into them; grade your notebook with `ctxlab grade exercises/01_signatures.ipynb`. Lesson 02 turns to measuring
 # how well an embedding matrix aligns with a signature.

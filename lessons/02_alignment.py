@@ -397,5 +397,7 @@ print("share in span(ΔS¹) goes from > 0.999 to < 0.8:", f1 > 0.999 and f2 < 0.
 #   share of E in span(ΔS¹).
 #
 # **Next.** Open `exercises/02_alignment.ipynb`: implement linear CKA, check its rotation
-# invariance with a random orthogonal matrix, and compute a permutation baseline. Lesson 03 trains
+# invariance with a random orthogonal matrix, and compute a permutation baseline; then build an
+# alignment test against shuffled signatures and find the noise level at which each score's test
+# loses the signal. Lesson 03 trains
 # models and watches these scores over training.

@@ -344,5 +344,6 @@ print("their displacements E(400) - E(0) agree at both gammas (cosine > 0.85):",
 #   uninformative tokens learn slowly; tokens with equal signatures condense.
 #
 # **Next.** Open `exercises/04_gradient_flow.ipynb`: implement E1 yourself and pass the cosine
-# check, then predict how much faster one token moves than another. Lesson 05 follows E1 past the
+# check, predict how much faster one token moves than another, then measure the ε⁴ law of its error
+# yourself across init scales. Lesson 05 follows E1 past the
 # first steps: why the modes of the order-1 signature switch on one after another.

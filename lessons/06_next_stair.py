@@ -435,6 +435,7 @@ plt.show()
 #   *whether* is the strongest mode of M, because it sharpens the label the key already predicts.
 #
 # **Next.** Lesson 17 turns these growth rates into a forecast of the whole staircase, made before
-# training. `exercises/06_next_stair.ipynb`: compute the residual yourself, then predict which position
-# pairs separate next on unseen tasks. Lesson 07 asks the same for self-attention, where the pair
+# training. `exercises/06_next_stair.ipynb`: compute the residual yourself, predict which position
+# pairs separate next on unseen tasks, then build the next-stair velocity from the model's own residual
+# and hold it against autograd on a plateau. Lesson 07 asks the same for self-attention, where the pair
 # residual is what finally makes attention move.

@@ -436,5 +436,6 @@ attention_explorer_for(result)
 # * Adam grows W_Q W_Kᵀ from the first steps: the small-init hierarchy is a gradient-flow effect.
 
 # %% [markdown]
-# **Next.** Open `exercises/07_attention.ipynb`: compute the bag-of-context output by hand and
-# write the detector that says when attention leaves uniform.
+# **Next.** Open `exercises/07_attention.ipynb`: compute the bag-of-context output by hand, write
+# the detector that says when attention leaves uniform, then build the force G on W_Q W_Kᵀ yourself
+# and time its growth against attention's departure.

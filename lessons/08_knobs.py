@@ -420,4 +420,5 @@ print(f"rest grows with γ: {rest_up_gamma}; shrinks with the learning rate: {re
 #   the learning rate, vanishes at γ = 0.5, and the largest learning rate diverges.
 #
 # **Next.** Open `exercises/08_knobs.ipynb`: find the corner of a phase map without a first
-# plateau, and compute the norm of a LayerNorm'd embedding on tables of several sizes and scales.
+# plateau, compute the norm of a LayerNorm'd embedding on tables of several sizes and scales, then
+# build a small γ × learning-rate phase map yourself and find a weight-decay threshold.

@@ -436,5 +436,6 @@ print("recorded CKA at the end higher for standard init than for small init, bot
 #   inits, faster at standard init; and a higher (unbaselined) CKA for standard than small init.
 #
 # **Next.** Open `exercises/09_gpt.ipynb`: build the smoothed bigram predictor, the KL to it, and
-# find the step where a model is closest. Lesson 10 asks whether a *pretrained* model's embedding
-# still carries the signatures.
+# find the step where a model is closest, then build the alignment reading itself (the margin over
+# the shuffled band, the leading signature) and measure the order under SGD and under Adam.
+# Lesson 10 asks whether a *pretrained* model's embedding still carries the signatures.

@@ -254,5 +254,6 @@ plt.show()
 #   generalises only partly at this scale.
 #
 # **Next.** Open `exercises/12_composition.ipynb`: score the held-out pair and compute the line-up
-# yourself. Lesson 13 asks the last question: do tokens with the same statistics end up with the
+# yourself, then build the experiment over training and read off when the held-out pair is first
+# answered and when the keys line up, against when the training pairs are fitted. Lesson 13 asks the last question: do tokens with the same statistics end up with the
 # same vector?

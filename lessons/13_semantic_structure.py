@@ -380,4 +380,4 @@ for ch in ("e", "a", "t", ",", " "):
 #   composition, where even small init generalises only partly at this scale.
 #
 # **Next.** Open `exercises/13_semantic_structure.ipynb`: compute the k-NN overlap and the
-# signature classes yourself.
+# signature classes yourself, then compare the two inits at matched loss rather than at matched steps.

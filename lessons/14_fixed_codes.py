@@ -437,4 +437,5 @@ print("fixed codes end further from the trigram model than learned tables by ove
 #   are not within 1 nat of the bigram model by step 300.
 #
 # **Next.** Open `exercises/14_fixed_codes.ipynb`: build the code table, compute the first-layer
-# token representation, and score it against ΔS¹.
+# token representation, score it against ΔS¹, then scale the codes to the learned table's size and
+# see what the ±1 codes owed to their scale.

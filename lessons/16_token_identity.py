@@ -318,4 +318,5 @@ print("every layer moved weight off the null bank (below 0.2 at the end), every 
 # * The router keeps the tables: the null bank ends below 0.2 everywhere.
 #
 # **Next.** Open `exercises/16_token_identity.ipynb`: fit the log-log slope, compute the loss of a
-# frequency bin, and find the step at which a bin is halfway down to its rung, "never" included.
+# frequency bin, find the step at which a bin is halfway down to its rung, "never" included, then
+# measure the update of all of a token's parameters with and without the re-injected tables.

@@ -131,3 +131,30 @@ def test_the_staircase_figure_draws_the_predicted_ladder_and_onsets(small_run):
     assert levels == sorted(round(h, 4) for h in prediction.levels)
     ticks = [line for line in top.lines if line.get_marker() == "v"]
     assert len(ticks) == 2 * (len(prediction.rungs) - 1)  # two seeds, one tick per predicted onset
+
+
+def test_sub_level_growth_follows_which_on_the_whether_rest():
+    from ctxlab.experiments import sub_level_growth
+
+    task = hierarchy_task(n_values=3, block=6, mix=(0.5, 0.5))
+    growth = sub_level_growth(task, gammas=(1.0,), seeds=(0,), lr=0.5, d=16, hidden=32, steps=1200, every=50)
+    assert growth.steps.tolist() == list(range(0, 1201, 50))
+    assert growth.loss.shape == growth.size.shape == growth.drive_rate.shape == (1, 25)
+    assert growth.measured_rate().shape == (1, 24) and growth.size[0, -1] > 0  # oriented positive at the end
+    held, (first, last) = growth.held_rate(0), growth.rests[0]  # this run rests on the sub-level (steps 400-500)
+    assert first < int(growth.steps[growth.middles[0]]) < last
+    inside = (growth.steps >= growth.steps[growth.middles[0]]) & (growth.steps <= last)
+    assert bool(held[inside].isfinite().all()) and bool(held[~inside].isnan().all())
+    assert float(held[growth.middles[0]]) == pytest.approx(float(growth.size[0, growth.middles[0]]))
+
+
+@pytest.mark.parametrize(("task", "kwargs", "message"), [
+    (hierarchy_task(**SMALL), {}, "no whether sub-level"),
+    (hierarchy_task(n_values=3, block=6, mix=(0.5, 0.5)), {"order": 1}, "order must lie in"),
+    (hierarchy_task(n_values=3, block=6, mix=(0.5, 0.5)), {"lr": 0.0}, "lr"),
+])
+def test_sub_level_growth_names_bad_input(task, kwargs, message):
+    from ctxlab.experiments import sub_level_growth
+
+    with pytest.raises(ValueError, match=message):
+        sub_level_growth(task, steps=10, **kwargs)

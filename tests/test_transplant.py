@@ -175,17 +175,21 @@ def test_frozen_ensemble_gives_each_condition_its_table_and_groups_the_losses():
         frozen_ensemble(SMALL, {}, [0])
 
 
-def test_frozen_race_freezes_five_tables_at_the_matched_norm_next_to_its_learner():
+def test_frozen_race_freezes_six_tables_at_the_matched_norm_next_to_its_learner():
     reference = train(_model([1.0, 1.0], [0, 1]), SMALL.population, 10, record_every=5, progress=False)
     race = frozen_race(SMALL, reference, [0, 1], d=8, steps=10)
     V = SMALL.vocab_size
-    assert race.norm == pytest.approx(math.sqrt(V)) and len(race.names) == 10 and race.onsets.shape == (10, 3)
+    assert race.norm == pytest.approx(math.sqrt(V)) and len(race.names) == 12 and race.onsets.shape == (12, 3)
     E = race.run.embeddings
     assert torch.equal(E[:, -1], E[:, 0])  # frozen
     norms = torch.linalg.matrix_norm(E[:, 0])
-    assert torch.allclose(norms[2:], torch.full((8,), race.norm), rtol=1e-4)  # all but the small random table
+    assert torch.allclose(norms[2:], torch.full((10,), race.norm), rtol=1e-4)  # all but the small random table
     other = race.names.index("learned (other seed)")  # seed 0 reads seed 1's learned table
     assert torch.allclose(E[other, 0], rescale(reference.embeddings[1, -1], race.norm))
-    assert list(race.curves())[0] == "learned (the learner)" and len(race.curves()) == 6
+    assert list(race.curves())[0] == "learned (the learner)" and len(race.curves()) == 7
+    control = E[race.names.index("rank-matched random"), 0]
+    signature = E[race.names.index("ΔS¹⁺²⁺³"), 0]
+    assert torch.allclose(torch.linalg.svdvals(control), torch.linalg.svdvals(signature), rtol=1e-4, atol=1e-5)
+    assert not torch.allclose(control @ control.T, signature @ signature.T, atol=1e-3)  # same spectrum, other directions
     with pytest.raises(ValueError, match="one learner per seed"):
         frozen_race(SMALL, reference, [0, 1, 2], d=8, steps=10)

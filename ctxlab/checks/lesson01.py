@@ -163,11 +163,7 @@ def check_01_pair_interaction(fn: Callable[[Dataset, int, int], Tensor]) -> None
 
 def count_distinct_rows(matrix: Tensor, atol: float) -> int:
     """Reference: rows closer than ``atol`` in every entry count as one (greedy over rows)."""
-    kept: list[Tensor] = []
-    for row in matrix.double():
-        if not any(float((row - k).abs().max()) <= atol for k in kept):
-            kept.append(row)
-    return len(kept)
+    return _greedy_count(matrix, atol, lambda row, kept, tol: float((row - kept).abs().max()) <= tol)
 
 
 def _rows_with_duplicates(seed: int, n_distinct: int, n_rows: int, n_cols: int, jitter: float) -> Tensor:
@@ -182,6 +178,15 @@ def _adjacent_groups(matrix: Tensor, atol: float) -> int:
     return 1 + sum(int((m[k] - m[k - 1]).abs().max() > atol) for k in range(1, m.shape[0]))
 
 
+def _greedy_count(matrix: Tensor, atol: float, same: Callable[[Tensor, Tensor, float], bool]) -> int:
+    """count_distinct_rows with another relation ``same(row, kept, atol)``: what a diagnosis compares with."""
+    kept: list[Tensor] = []
+    for row in matrix.double():
+        if not any(same(row, k, atol) for k in kept):
+            kept.append(row)
+    return len(kept)
+
+
 def check_01_distinct_rows(fn: Callable[[Tensor, float], int]) -> None:
     """fn(matrix, atol) -> how many different rows, two rows being equal when within ``atol`` entrywise."""
     h = _hierarchy()
@@ -193,6 +198,10 @@ def check_01_distinct_rows(fn: Callable[[Tensor, float], int]) -> None:
                                [0.1, 0.25 + 1e-10]], dtype=torch.float64)
     apart_3e4 = torch.tensor([[0.1, 0.2], [0.1003, 0.2], [0.1, 0.2002], [0.1, 0.2]], dtype=torch.float64)
     loose = torch.tensor([[0.3, 0.3], [0.304, 0.3], [0.6, 0.1], [0.6, 0.097], [0.9, 0.0]], dtype=torch.float64)
+    # 3 atol apart at scale 0.5, which a relative tolerance of 1e-5 (5 atol there) would merge
+    apart_at_scale = torch.tensor([[0.5, 0.2], [0.500003, 0.2]], dtype=torch.float64)
+    # 0.8 atol apart in every entry: equal entrywise, 1.39 atol apart in Euclidean distance
+    near_in_every_entry = torch.tensor([[0.1, 0.2, 0.3], [0.1 + 8e-7, 0.2 + 8e-7, 0.3 - 8e-7]], dtype=torch.float64)
     inputs = [
         ("order-1 signature of the key tokens", sig1[:9], 1e-6, False),
         ("order-1 signature of all 27 tokens", sig1, 1e-6, True),
@@ -203,8 +212,11 @@ def check_01_distinct_rows(fn: Callable[[Tensor, float], int]) -> None:
         ("rows 2e-10 apart on either side of a multiple of 1e-6 (or of one half of it)", straddling, 1e-6, True),
         ("rows 2e-4 and 3e-4 apart, atol 1e-6", apart_3e4, 1e-6, True),
         ("rows 0.004 apart, atol 0.01", loose, 0.01, True),
+        ("rows 3e-6 apart near 0.5, atol 1e-6", apart_at_scale, 1e-6, True),
+        ("rows 8e-7 apart in each of 3 entries, atol 1e-6", near_in_every_entry, 1e-6, True),
     ]
     cases = [Case(label, (m, atol), count_distinct_rows(m, atol), hidden) for label, m, atol, hidden in inputs]
+
     def on_a_grid(g, e, c) -> bool:
         m, atol = c.args[0].double(), c.args[1]
         grids = [torch.round(m / (atol * scale)) for scale in (1, 2, 10, 100, 1000, 1e4)]
@@ -212,8 +224,17 @@ def check_01_distinct_rows(fn: Callable[[Tensor, float], int]) -> None:
         grids += [torch.round(m, decimals=k) for k in range(1, 10)]
         return any(int(g) == len(torch.unique(q, dim=0)) for q in grids)
 
+    def greedy(same: Callable[[Tensor, Tensor, float], bool]) -> Callable[[Any, Any, Case], bool]:
+        return lambda g, e, c: int(g) == _greedy_count(c.args[0], c.args[1], same) != e
+
     diagnoses = [
         Diagnosis(lambda g, e, c: c.args[1] != 1e-6 and int(g) == count_distinct_rows(c.args[0], 1e-6), "use the atol you are given, not a fixed 1e-6"),
+        Diagnosis(greedy(lambda a, b, atol: bool(torch.isclose(a, b, atol=atol).all())),
+                  "torch.isclose's default relative tolerance (rtol 1e-5) merges rows that differ by more than atol at this scale: "
+                  "compare with the absolute tolerance alone"),
+        Diagnosis(greedy(lambda a, b, atol: float((a - b).norm()) <= atol),
+                  "that is the Euclidean distance between rows: rows are equal when EVERY entry differs by at most atol "
+                  "(the largest entrywise difference), however many entries differ"),
         Diagnosis(lambda g, e, c: int(g) == count_distinct_rows(c.args[0].T, c.args[1]), "you counted distinct columns: count rows (one per token)"),
         Diagnosis(lambda g, e, c: int(g) == len(torch.unique(c.args[0], dim=0)), "exact comparison: floating-point rows that agree within atol count as one"),
         Diagnosis(lambda g, e, c: int(g) == c.args[0].shape[0], "you returned the number of rows: merge rows that are equal within atol (compare each row with every "

@@ -42,6 +42,16 @@ def _tied(steps: Tensor, loss: Tensor, levels: Sequence[float]) -> Tensor:
     return loss
 
 
+def _climbs_after_leaving(steps: Tensor) -> Tensor:
+    """Rests on H0, leaves it 0.02 below, climbs 0.005 at the very next record, then falls onto H1: the
+    only rise is the one that starts at the leaving point itself."""
+    H0, H1, H2, H3 = BINARY
+    loss = staircase_curve(steps, [(H1,), (H2, 700), (H3 + 0.001, 1300)], seed=8)
+    loss[:20] = H0
+    loss[20], loss[21] = H0 - 0.02, H0 - 0.015
+    return loss
+
+
 @cache
 def _curves() -> list[tuple[str, Tensor, Tensor, tuple[float, ...], bool]]:
     """(label, steps, loss, levels, hidden): the curves every rung-reading check reads."""
@@ -65,6 +75,7 @@ def _curves() -> list[tuple[str, Tensor, Tensor, tuple[float, ...], bool]]:
         ("the loss sits exactly on the midpoint (H0 + H1)/2 before it goes below", s5, _tied(s5, clean, BINARY), BINARY, True),
         ("the xor ladder ln 8 -> ln 2 -> 0, recorded every 10 steps", s10,
          staircase_curve(s10, [(XOR[0],), (XOR[1] + 0.004, 400, 10), (0.006, 1800, 10)], seed=7), XOR, True),
+        ("leaves H0 0.02 below it and climbs 0.005 at the next record", s5, _climbs_after_leaving(s5), BINARY, True),
     ]
 
 
@@ -204,6 +215,8 @@ def _rise_variant(steps: Tensor, loss: Tensor, levels: Sequence[float], tol: flo
         first = int(above[-1]) + 1 if len(above) else 0
     else:
         first = int(below.nonzero()[0]) if bool(below.any()) else len(loss)
+    if start == "after":  # the leaving point itself left out
+        first += 1
     after = loss[first:]
     if len(after) < 2:
         rise = 0.0
@@ -254,6 +267,7 @@ def check_03_rise_and_end(fn: Callable[[Tensor, Tensor, Sequence[float]], tuple]
 
     diagnoses = [
         Diagnosis(rise_only(start="zero"), "measure rises only after the loss has left H_0 (first below H_0 - tol): wobbles on the starting rest are not rises"),
+        Diagnosis(rise_only(start="after"), "include the point where the loss leaves H_0 (the first below H_0 - tol): a climb right after it is a rise, measured from that point"),
         Diagnosis(rise_only(start="good"), "the loss leaves H_0 the first time it goes below H_0 - tol, not when it leaves for good: a climb back onto H_0 is a rise"),
         Diagnosis(rise_only(how="one-step"), "a rise is how far the loss climbs above the lowest value seen so far (loss - running minimum), not the largest single-step increase"),
         Diagnosis(rise_only(how="span"), "a rise is measured from the lowest loss seen so far (a running minimum), not from the lowest loss of the whole curve"),
@@ -306,6 +320,8 @@ def _ensembles() -> list[tuple[str, tuple, bool]]:
         ("γ listed out of order", _ensemble(s5, [(1.0, [300]), (0.75, [60]), (0.5, [20])], seed=30), True),
         ("one run of γ = 1.5 never leaves H0", _ensemble(s5, [(1.0, [1300, 1400]), (1.5, [None, 400])], seed=40), True),
         ("γ = 1 and 1.25 wait equally long on average", _ensemble(s5, [(1.25, [300, 500]), (1.0, [450, 350]), (0.5, [20, 20])], seed=50), True),
+        ("three runs of γ = 0.5, one of γ = 1 (which waits longer)", _ensemble(s5, [(0.5, [300, 320, 310]), (1.0, [600])], seed=60), True),
+        ("γ = 0.5 halfway down only at the last step, γ = 1 never", _ensemble(s5, [(0.5, [2995]), (1.0, [None])], seed=70), True),
     ]
 
 
@@ -335,8 +351,15 @@ def check_03_longest_wait(fn: Callable[[Tensor, Tensor, Sequence[float], Sequenc
         keep = [gammas.index(g) for g in dict.fromkeys(gammas)]
         return longest_wait_reference(steps, losses[keep], [gammas[k] for k in keep], levels)
 
+    def summed(c: Case) -> float:
+        means, gammas = _wait_means(*c.args), c.args[2]
+        sums = {g: means[g] * gammas.count(g) for g in means}
+        return max(sums, key=sums.get)
+
     diagnoses = [
         Diagnosis(picks(first_seed), "average the wait over all seeds of a γ, not only the first run"),
+        Diagnosis(picks(summed), "you added up the waits of each γ: a γ with more runs is not waiting longer; average over its runs"),
+        Diagnosis(picks(lambda c: longest(c, never=float(c.args[0][-1]))), "a run that is never halfway down waited longer than one that gets there at the last recorded step: count its wait as steps[-1] + 1, not steps[-1]"),
         Diagnosis(lambda g, e, c: any(picks(lambda c, v=v: longest(c, never=v))(g, e, c) for v in (0.0, -1.0)), "a run that never gets halfway down the first stair (onset -1) has waited the whole run: count its wait as steps[-1] + 1, not 0 or -1"),
         Diagnosis(picks(lambda c: longest(c, larger_on_ties=True)), "when two γ wait equally long on average, return the smaller γ"),
         Diagnosis(picks(lambda c: min(_wait_means(*c.args).items(), key=lambda kv: kv[1])[0]), "that γ waits the shortest: return the one whose runs wait longest"),

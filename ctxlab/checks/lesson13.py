@@ -32,6 +32,10 @@ def _overlap_inputs() -> list[tuple[str, tuple, bool]]:
         A = A * torch.exp(1.5 * torch.randn(V, 1, generator=g, dtype=torch.float64))
         B = B * torch.exp(1.5 * torch.randn(V, 1, generator=g, dtype=torch.float64))
         out.append((f"V={V}, k={k}", (A, B, k), hidden))
+    g = torch.Generator().manual_seed(0)  # two equal rows of A: each is the other's nearest neighbour, tied with itself
+    A, B = torch.randn(8, 3, generator=g, dtype=torch.float64), torch.randn(8, 4, generator=g, dtype=torch.float64)
+    A[5] = A[2]
+    out.append(("V=8, k=3, tokens 2 and 5 with equal rows in A", (A, B, 3), True))
     return out
 
 
@@ -77,12 +81,21 @@ def check_13_knn_overlap(fn: Callable[[Tensor, Tensor, int], Tensor]) -> None:
     def counts(A, B, k):
         return shared_count(neighbours_by(A, k, "cosine"), neighbours_by(B, k, "cosine"))
 
+    def self_as_first_column(A, B, k):
+        def top(M):
+            unit = M.double() / M.double().norm(dim=1, keepdim=True)
+            return (unit @ unit.T).topk(k + 1, dim=1).indices[:, 1:]
+        return shared_count(top(A), top(B)) / k
+
     def is_mean(g, e, c) -> bool:
         got = as_tensor(g)
         return got is not None and got.numel() == 1 and abs(float(got) - float(e.mean())) < 1e-6
 
     diagnoses = [
         Diagnosis(variant(with_itself), "a token is not its own neighbour: exclude the diagonal (set it to -inf) before taking the top k"),
+        Diagnosis(variant(self_as_first_column), "dropping the first column of a top-(k+1) assumes the token comes first: a token "
+                                                 "with an equal row ties with itself and may come first instead; exclude the token "
+                                                 "itself by its index (the diagonal)"),
         Diagnosis(variant(by_rule("euclidean")), "use cosine similarity, not Euclidean distance: rows have very different norms, and only directions should count"),
         Diagnosis(variant(by_rule("dot")), "normalise the rows first: plain dot products favour long rows, cosine similarity does not"),
         Diagnosis(variant(by_position), "the order inside the top k does not matter: count the neighbours that appear anywhere in both lists"),
@@ -148,6 +161,8 @@ def _class_inputs() -> list[tuple[str, tuple, bool]]:
         ("xor task with 1e-8 float noise", (noisy,), True),
         ("near-duplicate probability rows", (rows[picks],), True),
         ("rows 2e-10 apart on either side of a grid line, rows 2e-4 apart", (grid[[0, 1, 5, 2, 4, 3, 6, 0]],), True),
+        ("rows 3e-6 apart near 0.5 (two classes)", (torch.tensor([[0.5, 0.2, 0.3], [0.500003, 0.2, 0.299997],
+                                                                  [0.1, 0.1, 0.8]], dtype=torch.float64),), True),
     ]
 
 
@@ -175,7 +190,16 @@ def check_13_signature_classes(fn: Callable[[Tensor], Tensor]) -> None:
         grids += [lambda S, w=w, f=f: f(S / w) for w in (1e-6, 2e-6, 1e-5, 1e-4, 1e-3) for f in (torch.round, torch.floor)]
         return any(grouped_by(key)(g, e, c) for key in grids)
 
+    def relative_tolerance(g, e, c) -> bool:  # torch.isclose's default rtol 1e-5 on top of atol 1e-6
+        S = c.args[0].double()
+        close = ((S[:, None] - S[None]).abs() <= 1e-6 + 1e-5 * S[None].abs()).all(-1)
+        got = as_tensor(g)
+        return got is not None and got.shape == e.shape and bool((_same(got) == close).all()) \
+            and not bool((_same(got) == _same(e)).all())
+
     diagnoses = [
+        Diagnosis(relative_tolerance, "a relative tolerance (torch.isclose's default rtol 1e-5) merges rows 3e-6 apart: "
+                                      "'agree within 1e-6' is an absolute tolerance alone"),
         Diagnosis(grouped_by(lambda S: S), "rows that differ only by float noise (1e-8) belong together: compare with a tolerance, not exact equality"),
         Diagnosis(on_a_grid, "rounding to a grid is not 'agree within 1e-6': rows 1e-10 apart can fall on either side of a "
                              "grid line, and a coarse grid merges rows that differ; compare the rows pairwise"),

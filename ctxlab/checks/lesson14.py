@@ -34,7 +34,8 @@ def check_14_code_table(fn: Callable[[int, int], Tensor]) -> None:
     """fn(vocab_size, d) -> [V, d]: bit (c mod ⌈log₂V⌉) of each id in column c, lowest bit first, as ±1."""
     specs = [("V = 24, d = 32", 24, 32, False), ("V = 5, d = 7", 5, 7, False), ("V = 2, d = 3", 2, 3, True),
              ("V = 32, d = 12 (a power of two)", 32, 12, True), ("V = 33, d = 6", 33, 6, True),
-             ("V = 100, d = 7", 100, 7, True)]  # fmt: skip
+             ("V = 100, d = 7", 100, 7, True),
+             ("V = 1, d = 3 (one token still gets K = max(1, ceil(log2 V)) = 1 bit)", 1, 3, True)]  # fmt: skip
     cases = [Case(label, (V, d), binary_codes(V, d), hidden) for label, V, d, hidden in specs]
 
     def zero_one(g, e, c: Case) -> bool:

@@ -39,6 +39,7 @@ def _sigmoid_cases() -> list[Case]:
         ("a rise (negative drop) at step 700", 3000, (0.60, -0.20, 700.0, 0.15), 0.0, True),
         ("a broad fall at step 40", 1000, (0.05, 0.60, 40.0, 0.60), 0.0, True),
         ("a late sharp fall with noise 0.001", 5000, (0.47, 0.08, 1800.0, 0.10), 1e-3, True),
+        ("a fall at step 1375, still 18% above its floor at the last step", 2000, (0.30, 0.40, 1375.0, 0.25), 0.0, True),
     ]  # fmt: skip
     cases = []
     for i, (label, last, (floor, drop, tau, width), noise, hidden) in enumerate(specs):
@@ -70,8 +71,14 @@ def check_15_fit_sigmoid(fn: Callable[[Tensor, Tensor], tuple]) -> None:
     def log_tau_returned(g, e, c: Case) -> bool:
         return abs(math.exp(float(g[2])) - float(e[2])) < 0.05  # tau given as ln tau
 
+    def floor_at_last_value(g, e, c: Case) -> bool:
+        last = float(c.args[1][-1])
+        return abs(float(g[0]) - last) < 0.005 and abs(float(e[0]) - last) > 0.03
+
     diagnoses = [
         Diagnosis(log_tau_returned, "return tau in steps, not ln tau (the third number)"),
+        Diagnosis(floor_at_last_value, "your floor is the curve's last value: this curve has not finished falling by its last step; "
+                                       "fit the floor with the other three parameters (the last value is only a starting guess)"),
         Diagnosis(lambda g, e, c: abs(float(g[1]) + float(e[1])) < 0.02 and abs(float(e[1])) > 0.05,
                   "the drop has the wrong sign: drop = loss before - loss after (positive when the loss falls)"),
         Diagnosis(lambda g, e, c: abs(float(g[3]) * math.log(10) - float(e[3])) < 0.03,
@@ -96,10 +103,14 @@ def _order_cases() -> list[Case]:
          "mixed", 0.01, True),
         ("four positions, mix (0.25, 0.25, 0.25, 0.25)",
          hierarchy_task(block=2, n_values=2, mix=(0.25, 0.25, 0.25, 0.25)).population, "mixed", 0.005, True),
+        ("binary hierarchy, final = 0 on every 7th row (no order qualifies there)",
+         hierarchy_task(block=8, n_values=2).population, "none on every 7th", 0.01, True),
     ]  # fmt: skip
     for i, (label, data, how, tol, hidden) in enumerate(specs):
         table = order_losses(data)
         final = table[-1] + 0.001
+        if how == "none on every 7th":  # no order, not even k = L, gets these rows to 0 + tol: k = L by the rule
+            final[::7] = 0.0
         if how == "mixed":
             g = torch.Generator().manual_seed(i)
             stop = torch.randint(1, data.seq_len + 1, (data.n,), generator=g)
@@ -117,9 +128,22 @@ def _uniform(data: Dataset) -> Dataset:
     return Dataset(data.x, data.y, data.vocab_size, data.n_labels, torch.full((data.n,), 1.0 / data.n))
 
 
+def _first_qualifying_or(data: Dataset, final: Tensor, tol: float, fallback: int) -> Tensor:
+    """The first order whose loss is within ``tol`` of the row's final loss, ``fallback`` where none is."""
+    good = order_losses(data) <= final.double() + tol
+    return torch.where(good.any(0), good.int().argmax(0), fallback)
+
+
 def check_15_token_orders(fn: Callable[[Dataset, Tensor, float], Tensor]) -> None:
     """fn(data, final_loss [N], tol) -> [N]: the smallest k whose p(y | x_1..x_k) gives each row its final loss."""
+
+    def no_fallback(g, e, c: Case) -> bool:
+        return any(all_close(g, _first_qualifying_or(*c.args, fallback)) and not all_close(e, _first_qualifying_or(*c.args, fallback))
+                   for fallback in (-1, 0))
+
     diagnoses = [
+        Diagnosis(no_fallback, "where no order qualifies, the order is k = L (the text's rule: k = L always qualifies), "
+                               "not -1 or 0: start every row at L and replace it by the first k that qualifies"),
         Diagnosis(lambda g, e, c: all_close(g, e + 1), "orders start at 0: k = 0 is the label marginal p(y), "
                                                        "k = 1 conditions on x_1 alone"),
         Diagnosis(lambda g, e, c: all_close(g, _last_positions_orders(*c.args)),

@@ -20,7 +20,7 @@ from ctxlab.checks.core import (
     tensor_close,
 )
 from ctxlab.dataset import Dataset
-from ctxlab.tasks import hierarchy_task, zipf
+from ctxlab.tasks import hierarchy_task, xor_task, zipf
 from ctxlab.token_identity import bin_losses, loglog_slope, rung_steps, zipf_hierarchy
 
 # --- exercise: the log-log slope -------------------------------------------------------------------
@@ -75,6 +75,7 @@ def _bin_cases() -> list[Case]:
         ("Zipf task, tail bin (keys 6, 7), 2 models", zipf_data, torch.tensor([6, 7]), 2, False),
         ("block 6, exponent 1, keys (4, 1, 2), reweighted rows", reweighted(other, 3), torch.tensor([4, 1, 2]), 2, True),
         ("uniform keys, one key, 4 models", plain, torch.tensor([5]), 4, True),
+        ("xor task, tokens (0, 3), which also occur at positions 1 and 2", xor_task().population, torch.tensor([0, 3]), 2, True),
     ]  # fmt: skip
     cases = []
     for label, data, ids, K, hidden in specs:
@@ -114,7 +115,14 @@ def check_16_bin_loss(fn: Callable[[Tensor, Dataset, Tensor], Tensor]) -> None:
         w = data.weights.double() * _mask(data, ids)
         return all_close(g, _per_row(logits, hard) @ w / w.sum())
 
+    def any_position(g, e, c: Case) -> bool:
+        logits, data, ids = c.args
+        w = data.weights.double() * torch.isin(data.x, ids).any(1).double()
+        return all_close(g, _per_row(logits, data) @ w / w.sum()) and not all_close(e, _per_row(logits, data) @ w / w.sum())
+
     diagnoses = [
+        Diagnosis(any_position, "you kept the rows that hold one of the ids at ANY position: a row's bin is set by its FIRST token "
+                                "alone (position 0)"),
         Diagnosis(not_renormalised, "divide by the bin's total weight: the weights must sum to 1 inside the bin"),
         Diagnosis(unweighted, "weight each row by data.weights (rows of a Zipf population are not equally likely)"),
         Diagnosis(whole_data, "that is the loss of all rows: keep only the rows whose first token is in ids"),

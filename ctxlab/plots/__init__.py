@@ -67,7 +67,7 @@ from ctxlab.plots.style import (
     seed_style,
     token_ticks,
 )
-from ctxlab.plots.theory import e1_agreement_figure, mode_growth_figure
+from ctxlab.plots.theory import e1_agreement_figure, mode_growth_figure, sub_level_growth_figure
 from ctxlab.plots.token_identity import TABLE_COLORS, bin_loss_figure, rung_step_figure, update_size_figure
 
 __all__ = [
@@ -113,6 +113,7 @@ __all__ = [
     "lm_panels",
     "lm_regimes_figure",
     "mode_growth_figure",
+    "sub_level_growth_figure",
     "neighbour_overlap_figure",
     "noise_sweep_figure",
     "order_color",

@@ -233,12 +233,14 @@ def plateau_race_figure(runs: dict, levels, at_step: int | None = None) -> Figur
     axes[0].set_xlabel("step")
     axes[0].set_ylabel("loss (nats)")
     axes[0].set_title("loss; dashed: levels H_k", fontsize=10)
-    axes[0].legend(fontsize=7)
+    axes[0].legend(fontsize=6.5, loc="upper right", framealpha=0.5)
     axes[1].set_title("step halfway down to level k (○ H1, □ H2, △ H3; open = never)", fontsize=9)
     axes[1].set_ylabel("step")
     axes[2].set_title(f"loss at step {at_step}", fontsize=10)
-    for h in levels[1:]:
+    for k, h in enumerate(levels):
         axes[2].axhline(h, color="grey", ls="--", lw=0.8)
+        axes[2].annotate(f"H{k} = {h:.3f}", (1.0, h), xycoords=("axes fraction", "data"), xytext=(3, 0),
+                         textcoords="offset points", va="center", fontsize=7, color="grey")
     for ax in axes[1:]:
         ax.set_xticks(range(len(names)), names, rotation=35, ha="right", fontsize=8)
     fig.tight_layout()

@@ -37,7 +37,7 @@ def label_sub_levels(ax, sub_levels) -> None:
         color = ORDER_COLORS[(order - 1) % len(ORDER_COLORS)]
         ax.axhline(level, ls=":", lw=0.9, color=color, zorder=0)
         ax.annotate(f"{name} = {level:.3f}", (1.0, level), xycoords=("axes fraction", "data"), xytext=(3, 0),
-                    textcoords="offset points", ha="left", va="center", fontsize=6, color=color)
+                    textcoords="offset points", ha="left", va="center", fontsize=7, color=color)
 
 
 

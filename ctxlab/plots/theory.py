@@ -5,8 +5,9 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import torch
 from matplotlib.figure import Figure
+from matplotlib.patches import Patch
 
-from ctxlab.plots.style import label_levels
+from ctxlab.plots.style import SEED_COLORS, label_levels, label_sub_levels
 
 
 def e1_agreement_figure(result, offset: float = 0.3) -> Figure:
@@ -71,5 +72,51 @@ def mode_growth_figure(result, gamma: float, levels=None, names=None) -> Figure:
     axes[1].set_ylabel("|a_k(t)|")
     axes[1].set_title("mode strengths; grey: fitted exponentials", fontsize=10)
     axes[1].legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+def sub_level_growth_figure(growth, levels) -> Figure:
+    """Lesson 17's miss, two panels over the steps around the sub-level, seeds as colours. Left: the loss with
+    the order's two levels (dashed, named) and the whether sub-level (dotted, named). Right: the *which*
+    mode's size on a log axis (solid), the rest on the sub-level shaded, and dashed from the middle of each rest
+    the growth at the rate the drive gives there, held to the rest's end (what a constant-rate forecast assumes).
+
+    ``growth``: a :class:`ctxlab.experiments.sub_level_growth.SubLevelGrowth`; ``levels``: (name, loss) of the
+    level the stair leaves and the level it leads to."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11.8, 4.0))
+    rested = [r for r in growth.rests if r is not None]
+    first = min(r[0] for r in rested) - 300 if rested else 0
+    last = max(r[1] for r in rested) + 250 if rested else int(growth.steps[-1])
+    steps = growth.steps.numpy()
+    for k, seed in enumerate(growth.seeds):
+        color = SEED_COLORS[k % len(SEED_COLORS)]
+        label = f"seed {seed}" + (f", γ = {growth.gammas[k]:g}" if len(set(growth.gammas)) > 1 else "")
+        left.plot(steps, growth.loss[k].numpy(), color=color, lw=1.3, label=label)
+        right.semilogy(steps, growth.size[k].abs().numpy(), color=color, lw=1.4, label=f"{label}, trained")
+        right.semilogy(steps, growth.held_rate(k).abs().numpy(), color=color, lw=1.2, ls="--",
+                       label=f"{label}, at the rate read mid-rest, held")
+        if growth.rests[k] is not None:
+            right.axvspan(*growth.rests[k], color=color, alpha=0.07, lw=0)
+    (upper_name, upper), (lower_name, lower) = levels
+    for name, level in ((upper_name, upper), (lower_name, lower)):
+        left.axhline(level, ls="--", lw=0.9, color="grey", zorder=0)
+        left.annotate(f"{name} = {level:.3f}", (1.0, level), xycoords=("axes fraction", "data"), xytext=(3, 0),
+                      textcoords="offset points", va="center", fontsize=7)
+    label_sub_levels(left, [(growth.name, growth.level)])
+    left.set_xlim(first, last)
+    left.set_ylim(lower - 0.02, upper + 0.02)
+    left.set_xlabel("gradient-descent step")
+    left.set_ylabel("loss (nats)")
+    left.set_title("the loss rests on the whether sub-level", fontsize=10)
+    left.legend(loc="lower left", fontsize=7)
+    right.set_xlim(first, last)
+    right.set_xlabel("gradient-descent step")
+    right.set_ylabel("size of the which mode |aᵀ E W₁ b|\n(a: its tokens, b: its hidden direction)")
+    right.set_title("which grows faster than the rate read mid-rest, held", fontsize=10)
+    handles, labels = right.get_legend_handles_labels()
+    handles.append(Patch(color="grey", alpha=0.2, lw=0))
+    labels.append("the rest on the sub-level (one band per seed)")
+    right.legend(handles, labels, loc="upper left", fontsize=7)
     fig.tight_layout()
     return fig

@@ -5,7 +5,8 @@
 # it prints `PASS check_03_…` or stops with a hint that says which case failed and how. Exercises
 # 1–4 read loss curves rung by rung, as lesson 03 does; their checks use synthetic curves with
 # known answers (clean treads, a slide through a level, a tread at an unpredicted sub-level,
-# spikes, a climb back onto H_0, stairs never reached, irregular recording steps, another ladder).
+# spikes, a climb back onto H_0, stairs a curve is never halfway down, irregular recording steps,
+# another ladder).
 # Exercise 5 builds the headline model and its training loop from scratch and reads the curves it
 # makes. When you are done, grade the whole notebook:
 #
@@ -62,14 +63,30 @@ plt.show()
 #
 # and then it adds `steps[i+1] − steps[i]` steps to H_k's dwell.
 #
-# The curve above slides through H1 and rests at 0.585: what should H1's dwell be, and why does
+# The curve above slides through H1 and rests on 0.585: what should H1's dwell be, and why does
 # neither H1 nor H2 get the steps spent at 0.585?
 #
-# <details><summary>Hint</summary>
+# <details><summary>Hint 1: the idea</summary>
 #
-# With `width = steps.diff()` and `slope = loss.diff().abs() / width`, for each level
-# `near = (loss - h).abs() <= tol` and `on = near[1:] & near[:-1] & (slope <= tol / 100)`;
-# the dwell is `int(width[on].sum())`.
+# A dwell adds up training time, not records: every interval between two recordings that lies on
+# the level (both ends near it) and is flat contributes the number of training steps it spans. A
+# slide passes near a level but is never flat there, so it rests on nothing.
+# </details>
+#
+# <details><summary>Hint 2: the approach</summary>
+#
+# For every interval, its width in training steps and its slope, the change of the loss divided by
+# that width. For each level, mark the recordings within the tolerance of it, then the intervals
+# whose two ends are marked and whose slope is at most tol / 100, and add up those intervals'
+# widths. One whole-array comparison per level does it; no loop over the points is needed.
+# </details>
+#
+# <details><summary>Hint 3: the pitfalls</summary>
+#
+# One entry per level, H_0 included. Both ends of an interval near the level, not just one. Flatness
+# is a slope per training step, so divide the change by the width. Count training steps (the widths),
+# not recorded points: the recording is not always every step. Add up every flat stretch on a level,
+# not only the longest. An interval near the level but steep is a slide through it: it does not count.
 # </details>
 
 # %%
@@ -95,13 +112,29 @@ ctxlab.checks.check_03_dwell(dwell_steps)
 #
 # Write `stair_onsets(steps, loss, levels)` returning, for each stair k = 1 … L, the first
 # **training step** (taken from `steps`) at which the loss is strictly below the midpoint
-# (H_{k−1} + H_k)/2, or **−1** if it never gets there: a list of L integers. The first time
-# counts, even if the loss climbs back above the midpoint later.
+# (H_{k−1} + H_k)/2, the step at which it is halfway down stair k, or **−1** if it never is: a
+# list of L integers. The first time counts, even if the loss climbs back above the midpoint later.
 #
-# <details><summary>Hint</summary>
+# <details><summary>Hint 1: the idea</summary>
 #
-# `below = loss < mid` is a boolean tensor; `below.nonzero()` lists the positions where it is
-# true. The first of them is a position in the arrays: turn it into a step with `steps[i]`.
+# A curve is halfway down stair k at the first step its loss is below the midpoint between H_{k−1}
+# and H_k. The midpoint and not H_k itself: a tread often sits a little above its level, and the
+# midpoint is crossed either way.
+# </details>
+#
+# <details><summary>Hint 2: the approach</summary>
+#
+# For each pair of neighbouring levels: the midpoint, the records where the loss is strictly below
+# it, and the first of those, turned from a position in the arrays into the training step recorded
+# there; −1 when there is none.
+# </details>
+#
+# <details><summary>Hint 3: the pitfalls</summary>
+#
+# Training steps, not positions in the arrays. Strictly below: a loss equal to the midpoint is not
+# below it. The first time below counts, not the time after which the loss stays below for good.
+# Waiting for the loss to get to H_k itself misses treads that sit a little above it. A stair the
+# curve is never halfway down gets −1, not 0 (0 would mean halfway down at the very start).
 # </details>
 
 # %%
@@ -132,11 +165,28 @@ ctxlab.checks.check_03_stair_onsets(stair_onsets)
 # * **ends on**: the index k of the level nearest to the final loss `loss[-1]`, if it is within
 #   `tol` of it; otherwise `None`.
 #
-# <details><summary>Hint</summary>
+# <details><summary>Hint 1: the idea</summary>
 #
-# `torch.cummin(after, 0).values` is the running minimum of `after = loss[first:]`;
-# `(after - running_min).max()` is the largest rise. For the end, compare `abs(loss[-1] - h)` for
-# every level.
+# Once the curve has left H_0, a staircase never climbs: the rise at a point is how far the loss
+# lies above the lowest loss seen so far. Where the curve ends is a question of distance: it ends on
+# a level only if its final loss is within the tolerance of it.
+# </details>
+#
+# <details><summary>Hint 2: the approach</summary>
+#
+# Find the first record below H_0 − tol; if there is none, the rise is 0. From that record on, keep
+# the running minimum of the loss (the library has a cumulative minimum); the largest gap between
+# the loss and its running minimum is the rise. For the end: the distance of the final loss to every
+# level, and the nearest level's index if that distance is within the tolerance.
+# </details>
+#
+# <details><summary>Hint 3: the pitfalls</summary>
+#
+# Rises count only from the first time the loss is below H_0 − tol (wobbles on the starting rest
+# are not rises), and from that first time, not from the time it leaves for good: a climb back onto
+# H_0 is a rise. A rise is measured from the running minimum, not from the minimum of the whole curve,
+# and it is not the largest one-step increase. A final loss on no level gives None: not −1, and not
+# the nearest level anyway.
 # </details>
 
 # %%
@@ -160,22 +210,37 @@ ctxlab.checks.check_03_rise_and_end(rise_and_end)
 # %% [markdown]
 # ## Exercise 4 — which γ waits longest before the first stair? (★★☆, 15 min)
 #
-# First **predict**: at γ = 0.5, 1 and 1.5, which run rests longest at H_0 before its first
+# First **predict**: at γ = 0.5, 1 and 1.5, which run rests longest on H_0 before its first
 # stair, and why? Then write `longest_wait(steps, losses, gammas, levels)`: `losses` is [K, T],
 # one loss curve per run, and `gammas[k]` is the γ of run k (several runs, the seeds, share a γ;
 # the list need not be sorted). A run's wait is the onset of its first stair (exercise 2); a run
-# that never gets there has waited the whole run: count `steps[-1] + 1`. Average the wait over
-# the runs of each γ and return the γ with the longest average wait, as a number; if several γ
-# wait equally long, return the smallest of them.
+# that is never halfway down it has waited the whole run: count `steps[-1] + 1`. Average the wait
+# over the runs of each γ and return the γ with the longest average wait, as a number; if several
+# γ wait equally long, return the smallest of them.
 #
 # Do not assume the answer: some hidden cases use other learning rates, where the largest γ
 # does not wait longest.
 #
-# <details><summary>Hint</summary>
+# <details><summary>Hint 1: the idea</summary>
 #
-# `stair_onsets(steps, losses[k], levels)[0]` is run k's wait (or −1). Collect the waits in a dict
-# γ → list, average each list, and walk the γ in increasing order keeping the first with the
-# largest mean (`max(sorted(means), key=means.get)` does that).
+# A run's wait is the step at which it is halfway down its first stair, which exercise 2 already
+# finds; a run that is never halfway down has waited at least the whole run. The γ are compared by
+# their mean wait over their seeds.
+# </details>
+#
+# <details><summary>Hint 2: the approach</summary>
+#
+# Per run, its first onset, with "never" replaced by one step past the last recorded step. Group
+# the waits by γ, average each group, and pick the γ with the largest mean, looking at the γ in
+# increasing order so that a tie goes to the smaller.
+# </details>
+#
+# <details><summary>Hint 3: the pitfalls</summary>
+#
+# Average over all the seeds of a γ, not the first run of each. "Never" counts as steps[-1] + 1,
+# not as 0 or −1. Ties go to the smaller γ. The longest wait, not the shortest; and measure it in the
+# curves rather than assume the largest γ waits longest. Return the value of γ, not its position in
+# the list.
 # </details>
 
 # %%
@@ -224,12 +289,30 @@ ctxlab.checks.check_03_longest_wait(longest_wait)
 # more than 0.01 and end on H3 within 1500 steps; at γ = 0.5 it may rest at most 20 steps on H1.
 # The check trains for about 3500 steps in all: a few tens of seconds on a laptop.
 #
-# <details><summary>Hint</summary>
+# <details><summary>Hint 1: the idea</summary>
 #
-# Make E, W1, W2 tensors with `requires_grad_()`. One step: `z = gelu(E[x].reshape(len(x), -1) @ W1) @ W2`,
-# `loss = -(w * (y * torch.log_softmax(z, -1)).sum(-1)).sum()`, record `loss.item()`, then
-# `grads = torch.autograd.grad(loss, [E, W1, W2])` and, inside `torch.no_grad()`, `p -= lr * g`
-# for each pair. Loop `steps + 1` times and skip the update on the last pass.
+# The model is three weight tensors and a forward pass: look up the three tokens' vectors, join
+# them into one, one GELU layer, one linear read-out. Training repeats one thing: the population
+# loss, its gradient with respect to the three tensors, a step of each against its gradient. The
+# check rebuilds your start, so the draws must follow the text exactly.
+# </details>
+#
+# <details><summary>Hint 2: the approach</summary>
+#
+# Draw the three tensors from one seeded generator, in the order given, each scaled by its fan-in to
+# the power −γ, and let autograd track them. In each pass of the loop: the logits of all 512 rows,
+# the weighted cross-entropy against the label distributions, the loss recorded as a number; then,
+# except after the last record, the gradients and an in-place update made outside autograd's
+# tracking. n steps give n + 1 records.
+# </details>
+#
+# <details><summary>Hint 3: the pitfalls</summary>
+#
+# Record before you update: step 0 is the untouched model. N(0, fan_in^(−2γ)) names the variance,
+# so the factor on a standard normal draw is fan_in^(−γ) (not fan_in^(−2γ), not fan_in^(−γ²), not
+# 1). GELU, not ReLU; no biases (a bias learns even from 0); the whole population at every step, no
+# minibatches; plain gradient descent at learning rate 1, no Adam, no momentum. Return the curve your
+# own loop recorded.
 # </details>
 
 # %%

@@ -15,7 +15,7 @@
 # |---|---|---|---|
 # | 1 | fit one sigmoid in log-step | ★★☆ | 20 min |
 # | 2 | the order of every sequence | ★★☆ | 20 min |
-# | 3 | rebuild the mean loss from sigmoids | ★☆☆ | 10 min |
+# | 3 | rebuild the mean loss from sigmoids | ★☆☆ | 5 min |
 
 # %%
 import math
@@ -53,12 +53,28 @@ print(f"{curves.shape[0]} sequences x {steps.numel()} recorded steps; final mean
 # Δ > 0 and a rising one Δ < 0. The check's curves are exact sigmoids (one with a little noise),
 # so a good fit recovers their parameters.
 #
-# <details><summary>Hint</summary>
+# <details><summary>Hint 1: the idea</summary>
 #
-# Optimise ℓ∞, Δ, ln τ and ln w (so τ and w stay positive) on the mean squared error, in
-# float64: `torch.optim.LBFGS` with `line_search_fn="strong_wolfe"` takes one `step(closure)`;
-# `torch.optim.Adam` (lr 0.05) needs a thousand steps or so. Start from ℓ∞ = last value,
-# Δ = first − last, ln τ = ln t where the curve is halfway, w = 0.3.
+# Against ln t the drop is a logistic curve: level at ℓ∞ + Δ before, at ℓ∞ after, centred at ln τ,
+# with width w. Fitting it is finding the four numbers with the smallest squared error, and from a
+# start near the answer an optimiser of torch's finds them.
+# </details>
+#
+# <details><summary>Hint 2: the approach</summary>
+#
+# Optimise ℓ∞, Δ, ln τ and ln w, so that τ and w stay positive. Start near the answer: ℓ∞ from the
+# last value, Δ from the first minus the last, ln τ at the log-step where the curve has made half
+# its change, a width of a few tenths. Minimise the mean squared error in float64 (a quasi-Newton
+# optimiser with a line search needs one call; a first-order one needs a thousand steps or so), then
+# turn ln τ and ln w back into τ and w.
+# </details>
+#
+# <details><summary>Hint 3: the pitfalls</summary>
+#
+# Return τ in steps, not ln τ. Δ is before minus after: positive for a falling curve, negative for a
+# rising one, which the same code must fit. w is in units of the natural log of t, not log₁₀, and it
+# divides ln t − ln τ inside the exponential. A start far from the answer can leave the optimiser
+# stuck where the curve is flat.
 # </details>
 
 # %%
@@ -104,12 +120,26 @@ print(f"a sequence with A(x2) = A(x3) = 0: floor {floor:.3f}, drop {drop:.3f}, �
 # whole dataset **with its weights** `data.weights` (k = 0 is the label marginal p(y)). k = L
 # always qualifies. Return a tensor [N] of integers.
 #
-# <details><summary>Hint</summary>
+# <details><summary>Hint 1: the idea</summary>
 #
-# For each k, give every row an integer id of its first k tokens (e.g. x₁·V + x₂ for k = 2), add
-# `weights[:, None] * targets` into a table indexed by that id (`index_add_`), normalise the rows of
-# the table, and read each row's p back with its id. Then the loss of each row is one sum over y.
-# Take the first k that qualifies.
+# Each prefix length k gives a predictor: the label statistic of the first k tokens, counted over
+# the whole dataset. A row's order is the shortest prefix that already gives that row, within
+# `tol`, the loss the model ended on.
+# </details>
+#
+# <details><summary>Hint 2: the approach</summary>
+#
+# For each k from 0 to L: number every row's first k tokens as one id (its tokens read as digits
+# in base V; with k = 0 every row gets the same id), add the rows' weighted label distributions into
+# a table by that id, normalise the table's rows, and read each row's p back by its id. The row's
+# cross-entropy is one sum over the labels. Keep, per row, the smallest k that qualifies.
+# </details>
+#
+# <details><summary>Hint 3: the pitfalls</summary>
+#
+# Orders start at 0, the label marginal, not at 1. The first k positions, not the last k. Count
+# with the rows' weights, not one count per row. Allow the tolerance: at most final loss + tol.
+# A label with q_n(y) = 0 adds nothing to the loss, even where p is 0: do not let 0 · log 0 become NaN.
 # </details>
 
 # %%
@@ -139,7 +169,7 @@ orders = token_orders(data, curves[:, -1], 0.01)
 print("sequences of order 0, 1, 2, 3:", torch.bincount(orders, minlength=4).tolist())
 
 # %% [markdown]
-# ## Exercise 3 — rebuild the mean loss from sigmoids (★☆☆, 10 min)
+# ## Exercise 3 — rebuild the mean loss from sigmoids (★☆☆, 5 min)
 #
 # Write `reconstruction_r2(mean_curve, fitted, weights)`: `fitted` [N, T] holds each sequence's
 # fitted sigmoid, `weights` [N] the sequences' probabilities (they sum to 1), `mean_curve` [T] the
@@ -147,10 +177,24 @@ print("sequences of order 0, 1, 2, 3:", torch.bincount(orders, minlength=4).toli
 # of that rebuild against `mean_curve`, 1 − SSE / SST, with SST taken about the mean of
 # `mean_curve` over time. Return a Python float.
 #
-# <details><summary>Hint</summary>
+# <details><summary>Hint 1: the idea</summary>
 #
-# `rebuilt = weights @ fitted`; SSE = Σ_t (mean − rebuilt)², SST = Σ_t (mean − mean.mean())².
-# R² is not the squared correlation: a rebuild that is off by a constant has correlation 1.
+# R² asks how much of the mean curve's change over time the rebuild explains: one minus the
+# rebuild's squared error over the curve's squared spread about its own mean over time.
+# </details>
+#
+# <details><summary>Hint 2: the approach</summary>
+#
+# Rebuild the mean as the weighted sum of the fitted curves over the sequences. SSE sums the squared
+# differences to the measured mean curve over time; SST the squared differences between the measured
+# curve and its average over time. Return 1 − SSE / SST as a number.
+# </details>
+#
+# <details><summary>Hint 3: the pitfalls</summary>
+#
+# Weight each sequence's curve by its probability, not equally. R² is not the squared correlation,
+# which forgives an offset: a rebuild off by a constant has correlation 1. SST is the spread about
+# the time-mean, not the plain sum of squares of the curve.
 # </details>
 
 # %%

@@ -38,6 +38,13 @@ def longest(never=None, reverse=False):
     return answer
 
 
+def summed_over_seeds(steps, losses, gammas, levels):
+    waits = stair_onsets(steps, losses, list(levels))[:, 0].double()
+    waits = torch.where(waits < 0, float(steps[-1]) + 1, waits)
+    sums = {g: float(waits[[k for k, x in enumerate(gammas) if x == g]].sum()) for g in sorted(set(gammas))}
+    return max(sums, key=sums.get)
+
+
 def shortest_wait(steps, losses, gammas, levels):
     means = _means(steps, losses, gammas, levels)
     return min(means, key=means.get)
@@ -160,7 +167,9 @@ CONTRACT = [
             "max minus min instead of a running minimum": lambda s, l, h: _rise_variant(s, l, h, how="span"),
             "no rung encoded as -1": lambda s, l, h: _rise_variant(s, l, h, end="minus-one"),
             "nearest level without the tolerance": lambda s, l, h: _rise_variant(s, l, h, end="nearest"),
+            "the leaving point itself left out": lambda s, l, h: _rise_variant(s, l, h, start="after"),
         },
+        hints={"the leaving point itself left out": "include the point where the loss leaves H_0"},
     ),
     Contract(
         checks.check_03_longest_wait,
@@ -173,6 +182,12 @@ CONTRACT = [
             "onset -1 taken as the wait": longest(never=-1.0),
             "ties broken towards the larger γ": longest(reverse=True),
             "index instead of γ": index_not_value,
+            "sum over seeds instead of the mean": summed_over_seeds,
+            "never counted as steps[-1], not steps[-1] + 1": lambda s, l, g, h: longest(never=float(s[-1]))(s, l, g, h),
+        },
+        hints={
+            "sum over seeds instead of the mean": "you added up the waits",
+            "never counted as steps[-1], not steps[-1] + 1": "not steps[-1]",
         },
     ),
     Contract(

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from contracts import Contract
 from ctxlab import checks
 from ctxlab.checks.core import hard_labels
 from ctxlab.signatures import joint
+from ctxlab.models import make_model
 from ctxlab.theory import mlp_embedding_velocity
+from ctxlab.train import train
 
 
 def e1(model, data, slope=None, conditional=False, centre=True, positions=None, transpose=False):
@@ -59,3 +63,61 @@ CONTRACT = [
         },
     ),
 ]
+
+
+# --- exercise 3, build it: the ε⁴ law of E1 -------------------------------------------------------------
+
+
+def e1_law(data, gammas, d=32, hidden=128, seed=0, *, sign=1.0, per_token=False, every_parameter=False, stepped=False,
+           unweighted=False, cosine_dtype=torch.float64, seed_step=0, x_axis="ln eps", y_log=torch.log):
+    """The learner's measurement, written out with autograd, one mistake switchable at a time."""
+    model = make_model("mlp", data, gamma=list(gammas), seed=[seed + seed_step * k for k in range(len(gammas))], d=d, hidden=hidden)
+    predicted = e1(model, data)
+    if stepped:  # an SGD step at lr 1 before the exact velocity is read
+        train(model, data, 1, lr=1.0, progress=False)
+    weights = torch.full((data.n,), 1.0 / data.n) if unweighted else data.weights
+    loss = (-(torch.log_softmax(model(data.x), -1) * data.targets()).sum(-1) @ weights).sum()
+    wrt = list(model.parameters()) if every_parameter else [model.embedding]
+    grads = torch.autograd.grad(loss, wrt)
+    exact = -sign * grads[0].flatten(1).to(cosine_dtype)
+    a = predicted.to(cosine_dtype)
+    if per_token:
+        cos = torch.nn.functional.cosine_similarity(a, exact.reshape(a.shape), dim=-1).mean(-1)
+    else:
+        a = a.flatten(1)
+        norm = torch.cat([g.flatten(1) for g in grads], 1).to(cosine_dtype).norm(dim=1)
+        cos = (a * exact).sum(1) / (a.norm(dim=1) * norm)
+    gaps = (1 - cos).double()
+    g = torch.tensor(list(gammas), dtype=torch.float64)
+    x = {"ln eps": -g / 2 * math.log(data.seq_len * d * d), "gamma": g, "eps = d^-gamma": -g * math.log(d)}[x_axis]
+    y = y_log(gaps)
+    xc = x - x.mean()
+    return gaps, float((xc * (y - y.mean())).sum() / (xc * xc).sum())
+
+
+CONTRACT.append(
+    Contract(
+        checks.check_04_e1_law,
+        reference=e1_law,
+        wrong={
+            "gradient instead of velocity (wrong sign)": lambda *a: e1_law(*a, sign=-1.0),
+            "cosine per token, averaged": lambda *a: e1_law(*a, per_token=True),
+            "velocity of every parameter": lambda *a: e1_law(*a, every_parameter=True),
+            "exact velocity after a step": lambda *a: e1_law(*a, stepped=True),
+            "row weights ignored": lambda *a: e1_law(*a, unweighted=True),
+            "cosine in float32": lambda *a: e1_law(*a, cosine_dtype=torch.float32),
+            "a seed per gamma": lambda *a: e1_law(*a, seed_step=1),
+            "slope against gamma": lambda *a: e1_law(*a, x_axis="gamma"),
+            "log10 of the gap against ln eps": lambda *a: e1_law(*a, y_log=torch.log10),
+            "eps = d^-gamma": lambda *a: e1_law(*a, x_axis="eps = d^-gamma"),
+            "one label per row (argmax)": lambda d, *a: e1_law(hard_labels(d), *a),
+        },
+        hints={
+            "gradient instead of velocity (wrong sign)": "wrong sign", "cosine per token, averaged": "per token",
+            "velocity of every parameter": "embeddings alone", "exact velocity after a step": "after an update",
+            "row weights ignored": "row weights", "cosine in float32": "float32", "a seed per gamma": "same seed",
+            "slope against gamma": "against γ", "log10 of the gap against ln eps": "mixed logarithms",
+            "eps = d^-gamma": "d^(−γ)", "one label per row (argmax)": "one label per row",
+        },
+    )
+)

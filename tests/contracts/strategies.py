@@ -1,0 +1,282 @@
+"""Hypothesis strategies that draw exercise inputs across what each exercise text allows.
+
+``tests/test_wrong_answer_search.py`` searches them for inputs where a named wrong answer differs from
+the reference. Each strategy returns the argument tuple of one call of the learner's function. Sizes,
+grids, ties and scales are drawn by Hypothesis (so they shrink); bulk random values come from a drawn
+seed. Inputs keep a margin from every boundary the text does not decide (a distance exactly at the
+tolerance, a slope exactly at the flatness limit, a tie for the k-th neighbour); the boundaries it does
+decide (a loss exactly on a midpoint, a curve that only touches a level) are drawn on purpose.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from hypothesis import assume
+from hypothesis import strategies as st
+
+from ctxlab.dataset import Dataset
+from ctxlab.fixed_codes import code_width
+from ctxlab.learning_times import log_spaced_steps, order_losses, sigmoid_curve
+
+TOL = 0.01  # the lesson-03 tolerance (nats)
+GAMMAS = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0)
+
+
+def _generator(draw) -> torch.Generator:
+    return torch.Generator().manual_seed(draw(st.integers(0, 2**20)))
+
+
+# --- rows that are equal within a tolerance (sets 01 and 13) -------------------------------------
+
+
+@st.composite
+def grouped_rows(draw, atol: float | None = None) -> tuple:
+    """(matrix, atol): rows in groups that never chain. Within a group every entry differs by at most
+    0.9 atol (so a Euclidean distance can exceed atol); two groups differ somewhere by at least 2 atol,
+    down to a single entry (rows 3 atol apart at scale 1 are what a relative tolerance merges). Base
+    entries may sit on a grid line of atol (or half of it) with members 1e-4 atol on either side.
+    Entries of size 1e-3 to 1e3, float32 where its rounding stays below 1% of atol."""
+    atol = draw(st.sampled_from((1e-9, 1e-7, 1e-6, 1e-4, 1e-2))) if atol is None else atol
+    n_cols, scale = draw(st.integers(1, 5)), draw(st.sampled_from((1e-3, 1.0, 1e3)))
+    g = _generator(draw)
+    bases = [scale * (2 * torch.rand(n_cols, generator=g, dtype=torch.float64) - 1)]
+    for _ in range(draw(st.integers(0, 4))):
+        if draw(st.booleans()):
+            bases.append(scale * (2 * torch.rand(n_cols, generator=g, dtype=torch.float64) - 1))
+            continue
+        new = draw(st.sampled_from(bases)).clone()
+        factor = draw(st.sampled_from((3.0, 5.0, 10.0, 30.0, 300.0, 3000.0)))
+        new[draw(st.integers(0, n_cols - 1))] += draw(st.sampled_from((-1.0, 1.0))) * factor * atol
+        bases.append(new)
+    snap = draw(st.sampled_from((None, 0.0, 0.5)))  # put base entries on k * atol or (k + 1/2) * atol
+    if snap is not None:
+        bases = [(torch.floor(b / atol) + snap) * atol for b in bases]
+    base = torch.stack(bases)
+    apart = (base[:, None] - base[None]).abs().amax(-1) + 3 * atol * torch.eye(len(bases), dtype=torch.float64)
+    assume(bool((apart >= 2 * atol).all()))
+    picks = list(range(len(bases))) + draw(st.lists(st.integers(0, len(bases) - 1), max_size=5))
+    picks = draw(st.permutations(picks))
+    jitter = torch.tensor(draw(st.lists(st.sampled_from((0.0, 1e-4, -1e-4, 0.05, -0.3, 0.45, -0.45)),
+                                        min_size=len(picks) * n_cols, max_size=len(picks) * n_cols)),
+                          dtype=torch.float64).reshape(len(picks), n_cols)
+    matrix = base[list(picks)] + atol * jitter
+    if draw(st.booleans()) and scale * 1.2e-7 < 0.01 * atol:
+        matrix = matrix.float()
+    return matrix, atol
+
+
+# --- datasets (sets 01, 15, 16) ------------------------------------------------------------------
+
+
+@st.composite
+def datasets(draw, max_len: int = 3, max_vocab: int = 4, max_rows: int = 16) -> Dataset:
+    """A small Dataset: integer labels or label distributions (some one-hot), uniform or random
+    weights, repeated contexts with different labels (as in sampled data) or not."""
+    V, L, C = draw(st.integers(2, max_vocab)), draw(st.integers(1, max_len)), draw(st.integers(2, 3))
+    N = draw(st.integers(1, max_rows))
+    g = _generator(draw)
+    x = torch.randint(V, (N, L), generator=g)
+    if draw(st.booleans()):
+        y = torch.rand(N, C, generator=g, dtype=torch.float64) ** 3
+        hard = torch.rand(N, generator=g) < 0.3
+        y = torch.where(hard[:, None], torch.nn.functional.one_hot(y.argmax(1), C).double(), y)
+        y = (y / y.sum(1, keepdim=True)).float()
+    else:
+        y = torch.randint(C, (N,), generator=g)
+    w = torch.ones(N) if draw(st.booleans()) else torch.rand(N, generator=g) + 0.05
+    return Dataset(x, y, V, C, w / w.sum())
+
+
+@st.composite
+def entropy_inputs(draw) -> tuple:
+    """(data, positions): positions any subset of 0..L-1, in any order, possibly empty."""
+    data = draw(datasets())
+    order = draw(st.permutations(range(data.seq_len)))
+    return data, tuple(order[: draw(st.integers(0, data.seq_len))])
+
+
+@st.composite
+def order_inputs(draw) -> tuple:
+    """(data, final_loss, tol): each row's final loss near one of its order-k losses (a little above or
+    below) or at 0 (below what any order gives a row with a spread label distribution)."""
+    data = draw(datasets())
+    table = order_losses(data)  # [L + 1, N]
+    tol = draw(st.sampled_from((0.0, 0.005, 0.01, 0.05)))
+    final = []
+    for n in range(data.n):
+        k = draw(st.integers(-1, data.seq_len))
+        offset = draw(st.sampled_from((0.001, -0.001, 0.003, 0.03, -0.03)))
+        final.append(0.0 if k < 0 else max(0.0, float(table[k, n]) + offset))
+    final = torch.tensor(final, dtype=torch.float64)
+    assume(float((table - (final + tol)).abs().min()) > 1e-7)
+    return data, final, tol
+
+
+@st.composite
+def bin_inputs(draw) -> tuple:
+    """(logits [K, N, C], data, ids): tokens of ``ids`` at any position, logits small to large."""
+    data = draw(datasets(max_len=3, max_vocab=5))
+    ids = sorted(draw(st.sets(st.integers(0, data.vocab_size - 1), min_size=1)))
+    ids = torch.tensor(ids)
+    assume(float(data.weights[torch.isin(data.x[:, 0], ids)].sum()) > 1e-3)
+    K, scale = draw(st.integers(1, 4)), draw(st.sampled_from((0.01, 1.5, 10.0, 30.0)))
+    logits = scale * torch.randn(K, data.n, data.n_labels, generator=_generator(draw))
+    return (logits if draw(st.booleans()) else logits.double()), data, ids
+
+
+# --- loss curves (sets 03 and 16) ----------------------------------------------------------------
+
+
+@st.composite
+def step_grids(draw, n_points: int):
+    """Recorded steps: every dt steps from 0 (or a later start), or irregular gaps."""
+    start = draw(st.sampled_from((0, 0, 1, 7)))
+    if draw(st.booleans()):
+        return start + draw(st.sampled_from((1, 2, 5, 10, 25))) * torch.arange(n_points)
+    gaps = draw(st.lists(st.sampled_from((1, 2, 3, 5, 10, 25, 50)), min_size=n_points - 1, max_size=n_points - 1))
+    return start + torch.cat([torch.zeros(1, dtype=torch.long), torch.tensor(gaps, dtype=torch.long).cumsum(0)])
+
+
+@st.composite
+def ladders(draw) -> list[float]:
+    """H_0 > H_1 > ...: 2 to 4 levels, gaps 0.03 to 0.2 nats, the usual H_0 or others."""
+    levels = [draw(st.sampled_from((math.log(2), math.log(8), 1.0, 0.35)))]
+    for _ in range(draw(st.integers(1, 3))):
+        levels.append(levels[-1] - draw(st.sampled_from((0.03, 0.055, 0.08, 0.2))))
+    return levels
+
+
+@st.composite
+def loss_curves(draw) -> tuple:
+    """(steps, loss float64, levels): a curve made of stretches, each at a level (on it or 0.004 to
+    0.03 off), exactly on a stair's midpoint, or in between, drifting at 0 to 1e-3 nats per step; one-point
+    stretches are spikes. Curves rest, slide, climb back onto H_0, stop between rungs, never get down."""
+    levels = draw(ladders())
+    mids = [(a + b) / 2 for a, b in zip(levels[:-1], levels[1:])]
+    values, drifts, lengths = [], [], []
+    for _ in range(draw(st.integers(1, 6))):
+        kind = draw(st.sampled_from(("level", "level", "midpoint", "between")))
+        if kind == "level":
+            value = draw(st.sampled_from(levels)) + draw(st.sampled_from((0.0, 0.004, -0.004, 0.009, -0.009, 0.015, -0.03)))
+        elif kind == "midpoint":
+            value = draw(st.sampled_from(mids))
+        else:
+            value = draw(st.floats(levels[-1] - 0.05, levels[0] + 0.05))
+        values.append(value)
+        drifts.append(0.0 if kind == "midpoint" else draw(st.sampled_from((0.0, 0.0, 3e-5, -3e-5, 8e-5, -2e-4, 1e-3))))
+        lengths.append(draw(st.integers(1, 8)))
+    T = sum(lengths)
+    assume(T >= 2)
+    steps = draw(step_grids(T))
+    loss, at = torch.empty(T, dtype=torch.float64), 0
+    for value, drift, n in zip(values, drifts, lengths):
+        loss[at:at + n] = value + drift * (steps[at:at + n] - steps[at]).double()
+        at += n
+    for h in levels:  # no point exactly at the tolerance, no interval exactly at the flatness limit
+        assume(float(((loss - h).abs() - TOL).abs().min()) > 1e-9)
+    assume(float((loss.diff().abs() / steps.diff().double() - TOL / 100).abs().min()) > 1e-12)
+    return steps, loss, levels
+
+
+@st.composite
+def wait_ensembles(draw) -> tuple:
+    """(steps, losses [K, T], gammas [K], levels): 1 to 4 values of γ with 1 to 4 seeds each (unequal
+    counts), runs in any order; a run rests just above the first midpoint until its onset (or never
+    leaves), then sits near H_1, and may climb back. Onsets come from few points, so means tie often."""
+    levels = draw(ladders())
+    T = draw(st.integers(2, 10))
+    steps = draw(step_grids(T))
+    runs = []
+    for gamma in draw(st.lists(st.sampled_from(GAMMAS), min_size=1, max_size=4, unique=True)):
+        for _ in range(draw(st.integers(1, 4))):
+            onset = draw(st.one_of(st.none(), st.integers(0, T - 1)))
+            back = None if onset is None else draw(st.one_of(st.none(), st.integers(onset + 1, T)))
+            runs.append((gamma, onset, back))
+    runs = draw(st.permutations(runs))
+    losses = torch.full((len(runs), T), levels[0] + 0.002, dtype=torch.float64)
+    for k, (_, onset, back) in enumerate(runs):
+        if onset is not None:
+            losses[k, onset:back] = levels[1] + 0.003
+    return steps, losses, [r[0] for r in runs], levels
+
+
+@st.composite
+def rung_inputs(draw) -> tuple:
+    """(steps, curve, level): values on a grid of 1/64 (exact in float32), the level one of the values
+    (touched), between two of them, or below all (never)."""
+    T = draw(st.integers(2, 12))
+    steps = draw(step_grids(T))
+    values = draw(st.lists(st.integers(0, 64), min_size=T, max_size=T))
+    level = draw(st.one_of(st.sampled_from(values).map(float), st.integers(-2, 130).map(lambda i: i / 2)))
+    dtype = draw(st.sampled_from((torch.float32, torch.float64)))
+    return steps, torch.tensor(values, dtype=dtype) / 64, level / 64
+
+
+# --- embeddings and codes (sets 13 and 14) -------------------------------------------------------
+
+
+def _unique_top_k(M: torch.Tensor, k: int) -> bool:
+    """Each row's k cosine neighbours (itself excluded) are set apart from the next by a margin."""
+    unit = M.double() / M.double().norm(dim=1, keepdim=True)
+    sims = (unit @ unit.T).fill_diagonal_(-math.inf).sort(1, descending=True).values
+    return k == M.shape[0] - 1 or bool((sims[:, k - 1] - sims[:, k] > 1e-6).all())
+
+
+@st.composite
+def knn_inputs(draw) -> tuple:
+    """(A [V, m], B [V, n], k), 1 <= k < V: B independent of A, a noisy linear image of it, or A itself;
+    each may hold equal or parallel rows (a copy scaled by 0.01 to 100); row norms spread or not;
+    float32 or float64. Only inputs whose top-k sets are unique (no tie for the k-th place) are kept."""
+    V = draw(st.integers(3, 10))
+    k, m, n = draw(st.integers(1, V - 1)), draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    g = _generator(draw)
+    A = torch.randn(V, m, generator=g, dtype=torch.float64)
+    kind = draw(st.sampled_from(("independent", "image", "same")))
+    if kind == "image":
+        B = A @ torch.randn(m, n, generator=g, dtype=torch.float64) + 0.5 * torch.randn(V, n, generator=g, dtype=torch.float64)
+    else:
+        B = A.clone() if kind == "same" else torch.randn(V, n, generator=g, dtype=torch.float64)
+    out = []
+    for M in (A, B):
+        for _ in range(draw(st.integers(0, 2))):
+            i, j = draw(st.integers(0, V - 1)), draw(st.integers(0, V - 1))
+            M[j] = draw(st.sampled_from((1.0, 0.01, 100.0))) * M[i]
+        if draw(st.booleans()):
+            M = M * torch.exp(1.5 * torch.randn(V, 1, generator=g, dtype=torch.float64))
+        out.append(M)
+    dtype = draw(st.sampled_from((torch.float32, torch.float64)))
+    A, B = out[0].to(dtype), out[1].to(dtype)
+    assume(_unique_top_k(A, k) and _unique_top_k(B, k))
+    return A, B, k
+
+
+@st.composite
+def code_sizes(draw) -> tuple:
+    """(vocab_size, d): V from 1 up (powers of two and V = 1, 2 often), d from ⌈log₂V⌉ (1 for V <= 2)."""
+    V = draw(st.one_of(st.sampled_from((1, 2, 3, 4, 8, 16, 32, 64, 128, 256)), st.integers(1, 300)))
+    return V, code_width(V) + draw(st.integers(0, 20))
+
+
+# --- sigmoid curves (set 15) ---------------------------------------------------------------------
+
+
+@st.composite
+def sigmoid_inputs(draw) -> tuple:
+    """((steps, curve), truth [floor, drop, ln tau, width]): an exact sigmoid in log-step (or with noise of
+    0.2 % of its drop: a fit cannot recover a width from noise that rivals the drop) on log-spaced steps, falling or rising by 0.05 to 0.8, width 0.08 to 0.6, its midpoint tau
+    anywhere that leaves at least 18% of the change (1.5 widths) on either side of the recorded steps
+    and at least 4 recorded steps within 2 widths of it (a sharper step than the grid has no width)."""
+    last, n = draw(st.sampled_from((300, 1000, 2000, 5000, 20000))), draw(st.sampled_from((40, 70, 100)))
+    steps = torch.tensor(log_spaced_steps(last, n), dtype=torch.float64)
+    floor = draw(st.floats(0.0, 1.0))
+    drop = draw(st.sampled_from((-1.0, 1.0))) * draw(st.floats(0.05, 0.8))
+    width = draw(st.floats(0.08, 0.6))
+    lo, hi = math.log(float(steps[0])) + 1.5 * width, math.log(last) - 1.5 * width
+    log_tau = lo + draw(st.floats(0.0, 1.0)) * (hi - lo)
+    assume(int(((steps.log() - log_tau).abs() <= 2 * width).sum()) >= 4)
+    curve = sigmoid_curve(steps, torch.tensor(floor), torch.tensor(drop), torch.tensor(math.exp(log_tau)), torch.tensor(width))
+    if draw(st.booleans()):
+        curve = curve + 2e-3 * abs(drop) * torch.randn(steps.numel(), generator=_generator(draw), dtype=torch.float64)
+    return (steps, curve), torch.tensor([floor, drop, log_tau, width], dtype=torch.float64)

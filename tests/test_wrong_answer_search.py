@@ -1,0 +1,441 @@
+"""A systematic search for wrong answers that the exercise checks accept (issue 28).
+
+For the checks whose inputs are plain tensors, numbers and small datasets, a Hypothesis strategy
+(``tests/contracts/strategies.py``) draws inputs across everything the exercise text allows. For every
+named wrong answer of the check's contract row, and for the held-out mistakes below (kinds a review
+found accepted), ``hypothesis.find`` first shows that the wrong answer really differs from the
+contract's reference somewhere inside the text (else it is no wrong answer), and then the check, run on
+the wrong answer as a learner would, must raise AssertionError. A check that accepts one is a gap: its
+test is marked ``xfail(strict=True, raises=WrongAnswerAccepted)`` with the case that would catch it (see
+``KNOWN_GAPS``), so the file stays green, the gap stays visible, and the mark must go once the check's cases
+catch it (``--runxfail`` prints the counterexample the search found).
+
+Every contract reference is also property-tested against the library function the check compares with
+and against a plain-Python reading of the exercise text (``oracle``). The searches are derandomized.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import math
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+import torch
+from contracts import contract_01, contract_03, contract_13, contract_14, contract_15, contract_16
+from contracts import strategies as S
+from hypothesis import HealthCheck, Phase, find, given, settings
+from hypothesis import strategies as st
+from hypothesis.errors import NoSuchExample
+from torch import Tensor
+
+from ctxlab import checks
+from ctxlab.checks.core import as_float, as_ints, as_tensor, integer_equal, number_close, tensor_close
+from ctxlab.checks.lesson03 import dwell_reference, longest_wait_reference, rise_and_end_reference, stair_onsets_reference
+from ctxlab.checks.lesson13 import classes_of, knn_overlap, same_partition, shared_count
+from ctxlab.dataset import Dataset
+from ctxlab.fixed_codes import binary_codes
+from ctxlab.learning_times import order_losses, token_orders
+from ctxlab.signatures import conditional_entropy, joint
+from ctxlab.token_identity import bin_losses, rung_steps
+
+# The search stops at the first input that tells a wrong answer apart; CTXLAB_SEARCH_SHRINK=1 also shrinks it
+# to a minimal one (slower). `pytest --runxfail` prints each gap's counterexample.
+PHASES = [Phase.generate, Phase.shrink] if os.environ.get("CTXLAB_SEARCH_SHRINK") == "1" else [Phase.generate]
+SEARCH = settings(derandomize=True, database=None, max_examples=400, deadline=None, phases=PHASES,
+                  suppress_health_check=list(HealthCheck))
+FIT_SEARCH = settings(SEARCH, max_examples=20)  # each try fits curves
+AGREE = settings(SEARCH, max_examples=60, phases=[Phase.generate])
+
+
+class WrongAnswerAccepted(AssertionError):
+    """The check passed a wrong answer that differs from the reference inside the exercise's text."""
+
+
+# --- held-out wrong answers: the kinds a review found accepted, and their neighbours ----------------
+
+
+def _greedy(matrix: Tensor, same: Callable[[Tensor, Tensor], bool]) -> list[int]:
+    reps: list[Tensor] = []
+    ids = []
+    for row in matrix.double():
+        match = [i for i, rep in enumerate(reps) if same(row, rep)]
+        ids.append(match[0] if match else len(reps))
+        reps += [] if match else [row]
+    return ids
+
+
+def rows_isclose_default_rtol(matrix, atol):
+    return len(set(_greedy(matrix, lambda a, b: bool(torch.isclose(a, b, atol=atol).all()))))
+
+
+def rows_euclidean(matrix, atol):
+    return len(set(_greedy(matrix, lambda a, b: float((a - b).norm()) <= atol)))
+
+
+def classes_isclose_default_rtol(S_):
+    return torch.tensor(_greedy(S_, lambda a, b: bool(torch.isclose(a, b, atol=1e-6).all())))
+
+
+def entropy_contexts_unweighted(data, positions):
+    """Mean of the per-context entropies H(Y | x_S = c), every context counted once."""
+    p = joint(data, tuple(positions)).reshape(-1, data.n_labels).double()
+    p = p[p.sum(1) > 0]
+    q = p / p.sum(1, keepdim=True)
+    return float(-(q * torch.where(q > 0, q.log(), 0.0)).sum(1).mean())
+
+
+def dwell_flat_within_tol(steps, loss, levels, tol=0.01):
+    width = steps.diff().double()
+    flat = loss.diff().abs() / width <= tol  # tol where the text says tol / 100
+    return [int(width[((loss - h).abs() <= tol)[1:] & ((loss - h).abs() <= tol)[:-1] & flat].sum()) for h in levels]
+
+
+def onsets_even_grid(steps, loss, levels):
+    """Index of the crossing times the first step gap: right only on an even grid from steps[0]."""
+    out = []
+    for above, below in zip(levels[:-1], levels[1:]):
+        hit = (loss < (above + below) / 2).nonzero().flatten()
+        out.append(int(steps[0] + hit[0] * (steps[1] - steps[0])) if len(hit) else -1)
+    return out
+
+
+def rise_without_leaving_point(steps, loss, levels, tol=0.01):
+    _, ends = rise_and_end_reference(steps, loss, levels, tol)
+    left = (loss < levels[0] - tol).nonzero().flatten()
+    after = loss[int(left[0]) + 1:] if len(left) else loss[:0]
+    return (float((after - after.cummin(0).values).max()) if len(after) else 0.0), ends
+
+
+def _waits(steps, losses, gammas, levels, never):
+    onsets = [stair_onsets_reference(steps, curve, levels)[0] for curve in losses]
+    waits: dict[float, list[float]] = {}
+    for g, onset in zip(gammas, onsets):
+        waits.setdefault(g, []).append(onset if onset >= 0 else never)
+    return waits
+
+
+def wait_summed_over_seeds(steps, losses, gammas, levels):
+    sums = {g: sum(w) for g, w in _waits(steps, losses, gammas, levels, int(steps[-1]) + 1).items()}
+    return max(sorted(sums), key=sums.get)
+
+
+def wait_never_as_last_step(steps, losses, gammas, levels):
+    means = {g: sum(w) / len(w) for g, w in _waits(steps, losses, gammas, levels, int(steps[-1])).items()}
+    return max(sorted(means), key=means.get)
+
+
+def knn_self_as_column_0(A, B, k):
+    """Top k + 1 with the diagonal in, then drop column 0, assuming it is the token itself."""
+    def top(M):
+        unit = M.double() / M.double().norm(dim=1, keepdim=True)
+        return (unit @ unit.T).topk(k + 1, dim=1).indices[:, 1:]
+
+    return shared_count(top(A), top(B)) / k
+
+
+def codes_without_max_1(vocab_size, d):
+    K = math.ceil(math.log2(vocab_size))
+    bits = (torch.arange(vocab_size)[:, None] >> torch.arange(K)) & 1
+    return (2.0 * bits - 1)[:, torch.arange(d) % K]
+
+
+fit_with_floor_at_last_value = contract_15.floor_at_last_value  # the contract's own (set 15 now names it)
+
+
+def orders_fallback(value: int | None):
+    """First qualifying order; where none qualifies, ``value`` (None: argmax's 0, no fallback at all)."""
+    def orders(data, final, tol):
+        good = order_losses(data) <= final.double() + tol
+        first = good.int().argmax(0)
+        return first if value is None else torch.where(good.any(0), first, value)
+
+    return orders
+
+
+def rung_even_grid(steps, curve, level):
+    below = (curve < level).nonzero()
+    return float(steps[0] + below[0, 0] * (steps[1] - steps[0])) if len(below) else math.inf
+
+
+def bin_ids_at_any_position(logits, data, ids):
+    per_row = -(torch.log_softmax(logits.double(), -1) * data.targets().double()).sum(-1)
+    w = data.weights.double() * torch.isin(data.x, ids).any(1).double()
+    return per_row @ w / w.sum()
+
+
+# --- plain-Python readings of the exercise texts (the oracles) ----------------------------------
+
+
+def rows_oracle(matrix, atol):
+    rows = matrix.double().tolist()
+    return sum(all(max(abs(a - b) for a, b in zip(r, rows[j])) > atol for j in range(i)) for i, r in enumerate(rows))
+
+
+def classes_oracle(S_):
+    rows = S_.double().tolist()
+    ids: list[int] = []
+    for r in rows:
+        same = [ids[j] for j, other in enumerate(rows[: len(ids)]) if max(abs(a - b) for a, b in zip(r, other)) <= 1e-6]
+        ids.append(same[0] if same else max(ids, default=-1) + 1)
+    return torch.tensor(ids)
+
+
+def _masses(data, positions):
+    mass: dict[tuple, list[float]] = {}
+    for x, q, w in zip(data.x.tolist(), data.targets().double().tolist(), data.weights.double().tolist()):
+        row = mass.setdefault(tuple(x[p] for p in positions), [0.0] * data.n_labels)
+        mass[tuple(x[p] for p in positions)] = [m + w * qy for m, qy in zip(row, q)]
+    return mass
+
+
+def entropy_oracle(data, positions):
+    return -sum(m * math.log(m / sum(row)) for row in _masses(data, positions).values() for m in row if m > 0)
+
+
+def dwell_oracle(steps, loss, levels, tol=0.01):
+    s, l = steps.tolist(), loss.tolist()
+    return [sum(s[i + 1] - s[i] for i in range(len(s) - 1) if abs(l[i] - h) <= tol and abs(l[i + 1] - h) <= tol
+                and abs(l[i + 1] - l[i]) / (s[i + 1] - s[i]) <= tol / 100) for h in levels]
+
+
+def onsets_oracle(steps, loss, levels):
+    return [next((s for s, v in zip(steps.tolist(), loss.tolist()) if v < (a + b) / 2), -1) for a, b in zip(levels, levels[1:])]
+
+
+def rise_oracle(steps, loss, levels, tol=0.01):
+    l = loss.tolist()
+    first = next((i for i, v in enumerate(l) if v < levels[0] - tol), None)
+    rise = 0.0 if first is None else max(v - min(l[first:i + 1]) for i, v in enumerate(l) if i >= first)
+    near = min(range(len(levels)), key=lambda k: abs(l[-1] - levels[k]))
+    return rise, (near if abs(l[-1] - levels[near]) <= tol else None)
+
+
+def wait_oracle(steps, losses, gammas, levels):
+    waits: dict[float, list[int]] = {}
+    for g, curve in zip(gammas, losses):
+        onset = onsets_oracle(steps, curve, levels)[0]
+        waits.setdefault(g, []).append(onset if onset >= 0 else int(steps[-1]) + 1)
+    means = {g: sum(w) / len(w) for g, w in waits.items()}
+    return max(sorted(means), key=means.get)
+
+
+def knn_oracle(A, B, k):
+    def neighbours(M):
+        rows = M.double().tolist()
+        unit = [[v / math.sqrt(sum(x * x for x in r)) for v in r] for r in rows]
+        cos = [[sum(a * b for a, b in zip(u, w)) for w in unit] for u in unit]
+        return [set(sorted((j for j in range(len(rows)) if j != i), key=lambda j: -cos[i][j])[:k]) for i in range(len(rows))]
+
+    return torch.tensor([len(a & b) / k for a, b in zip(neighbours(A), neighbours(B))], dtype=torch.float64)
+
+
+def codes_oracle(vocab_size, d):
+    K = max(1, math.ceil(math.log2(vocab_size)))
+    return torch.tensor([[1.0 if (s >> (c % K)) & 1 else -1.0 for c in range(d)] for s in range(vocab_size)])
+
+
+def orders_oracle(data, final, tol):
+    out = []
+    for n, (x, q) in enumerate(zip(data.x.tolist(), data.targets().double().tolist())):
+        for k in range(data.seq_len + 1):
+            row = _masses(data, tuple(range(k)))[tuple(x[:k])]
+            loss = -sum(qy * math.log(m / sum(row)) for qy, m in zip(q, row) if qy > 0)
+            if loss <= float(final[n]) + tol or k == data.seq_len:
+                out.append(k)
+                break
+    return torch.tensor(out, dtype=torch.float64)
+
+
+def rung_oracle(steps, curve, level):
+    return next((float(s) for s, v in zip(steps.tolist(), curve.tolist()) if v < level), math.inf)
+
+
+def bin_oracle(logits, data, ids):
+    keep = [n for n in range(data.n) if int(data.x[n, 0]) in ids.tolist()]
+    w = data.weights.double()[keep] / data.weights.double()[keep].sum()
+    per_row = -(torch.log_softmax(logits.double()[:, keep], -1) * data.targets().double()[keep]).sum(-1)
+    return per_row @ w
+
+
+# --- what each check accepts, and the table of searched checks ------------------------------------
+
+
+def _tensors(atol):
+    return lambda got, want: tensor_close(atol)(got, torch.as_tensor(want)) is None
+
+
+def _int_lists(got, want) -> bool:
+    return as_ints(got) == list(want)
+
+
+def _rise_pair(got, want) -> bool:
+    if not isinstance(got, (tuple, list)) or len(got) != 2 or as_float(got[0]) is None:
+        return False
+    if not abs(as_float(got[0]) - want[0]) <= 1e-6:
+        return False
+    return got[1] is None if want[1] is None else (got[1] is not None and as_float(got[1]) == want[1])
+
+
+def _same_gamma(got, want) -> bool:
+    return as_float(got) is not None and abs(as_float(got) - want) <= 1e-9
+
+
+def _same_step(got, want) -> bool:
+    value = as_float(got)
+    return value is not None and (value == want if math.isinf(want) else abs(value - want) <= 1e-9)
+
+
+def as_parameters(out) -> Tensor:
+    """(floor, drop, tau, width) -> [floor, drop, ln tau, width], as check_15_fit_sigmoid reads it."""
+    t = as_tensor(out).double().flatten()
+    return torch.stack([t[0], t[1], t[2].log() if bool(t[2] > 0) else torch.tensor(math.nan, dtype=torch.float64), t[3]])
+
+
+def _fit_close(got, want) -> bool:
+    return tensor_close(0.03)(as_parameters(got), as_parameters(want)) is None
+
+
+@dataclass(frozen=True)
+class Spec:
+    check: Callable
+    inputs: Any  # a strategy drawing argument tuples inside the exercise text
+    library: Callable | None  # what the check's expected answers come from
+    passes: Callable[[Any, Any], bool]  # the check's comparison: does `got` pass where `want` is right
+    oracle: Callable | None = None
+    held_out: dict[str, Callable] = field(default_factory=dict)
+    search: settings = SEARCH
+
+
+SPECS = {
+    "check_01_distinct_rows": Spec(
+        checks.check_01_distinct_rows, S.grouped_rows(), checks.count_distinct_rows,
+        lambda g, w: integer_equal()(g, w) is None, rows_oracle,
+        {"torch.isclose with its default rtol": rows_isclose_default_rtol, "Euclidean distance <= atol": rows_euclidean}),
+    "check_01_conditional_entropy": Spec(
+        checks.check_01_conditional_entropy, S.entropy_inputs(), lambda d, p: conditional_entropy(d, tuple(p)),
+        lambda g, w: number_close(1e-4)(g, w) is None, entropy_oracle,
+        {"per-context entropies averaged without P(x_S)": entropy_contexts_unweighted}),
+    "check_03_dwell": Spec(checks.check_03_dwell, S.loss_curves(), dwell_reference, _int_lists, dwell_oracle,
+                           {"flat means a slope <= tol, not tol / 100": dwell_flat_within_tol}),
+    "check_03_stair_onsets": Spec(checks.check_03_stair_onsets, S.loss_curves(), stair_onsets_reference, _int_lists,
+                                  onsets_oracle, {"crossing index times the first step gap": onsets_even_grid}),
+    "check_03_rise_and_end": Spec(checks.check_03_rise_and_end, S.loss_curves(), rise_and_end_reference, _rise_pair,
+                                  rise_oracle, {"the leaving point itself left out": rise_without_leaving_point}),
+    "check_03_longest_wait": Spec(
+        checks.check_03_longest_wait, S.wait_ensembles(), longest_wait_reference, _same_gamma, wait_oracle,
+        {"sum over seeds instead of the mean": wait_summed_over_seeds,
+         "never counted as steps[-1], not steps[-1] + 1": wait_never_as_last_step}),
+    "check_13_knn_overlap": Spec(checks.check_13_knn_overlap, S.knn_inputs(), knn_overlap, _tensors(1e-6), knn_oracle,
+                                 {"self dropped as column 0 of a top-(k+1)": knn_self_as_column_0}),
+    "check_13_signature_classes": Spec(
+        checks.check_13_signature_classes, S.grouped_rows(1e-6).map(lambda pair: pair[:1]), classes_of,
+        lambda g, w: same_partition()(g, w) is None, classes_oracle,
+        {"torch.isclose with its default rtol": classes_isclose_default_rtol}),
+    "check_14_code_table": Spec(checks.check_14_code_table, S.code_sizes(), binary_codes, _tensors(1e-6), codes_oracle,
+                                {"⌈log₂V⌉ without max(1, ·)": codes_without_max_1}),
+    "check_15_fit_sigmoid": Spec(checks.check_15_fit_sigmoid, S.sigmoid_inputs().map(lambda pair: pair[0]), None,
+                                 _fit_close, None, {"floor fixed at the curve's last value": fit_with_floor_at_last_value},
+                                 FIT_SEARCH),
+    "check_15_token_orders": Spec(
+        checks.check_15_token_orders, S.order_inputs(), token_orders, _tensors(1e-9), orders_oracle,
+        {"-1 where no order qualifies, not k = L": orders_fallback(-1),
+         "0 where no order qualifies (argmax without the fallback)": orders_fallback(None)}),
+    "check_16_rung_step": Spec(checks.check_16_rung_step, S.rung_inputs(), lambda s, c, lv: float(rung_steps(s, c, lv)),
+                               _same_step, rung_oracle, {"crossing index times the first step gap": rung_even_grid}),
+    "check_16_bin_loss": Spec(checks.check_16_bin_loss, S.bin_inputs(), lambda lg, d, ids: bin_losses(lg, d, [ids])[:, 0],
+                              _tensors(1e-4), bin_oracle, {"ids matched at any position": bin_ids_at_any_position}),
+}
+
+CONTRACTS = {row.check.__name__: row for module in (contract_01, contract_03, contract_13, contract_14, contract_15, contract_16)
+             for row in module.CONTRACT}
+
+# (check, wrong answer) -> why the check accepts it and the case that would catch it (each verified to
+# pass the reference and fail the wrong answer). Remove an entry once the check's cases catch it.
+KNOWN_GAPS: dict[tuple[str, str], str] = {
+}
+
+
+def wrong_answers(name: str) -> dict[str, Callable]:
+    return {**CONTRACTS[name].wrong, **SPECS[name].held_out}
+
+
+def pairs():
+    for name in SPECS:
+        for mistake in wrong_answers(name):
+            gap = KNOWN_GAPS.get((name, mistake))
+            marks = [pytest.mark.xfail(strict=True, raises=WrongAnswerAccepted, reason=gap)] if gap else []
+            yield pytest.param(name, mistake, marks=marks, id=f"{name}-{mistake}")
+
+
+def _fresh(args: tuple) -> tuple:
+    return tuple(a.clone() if isinstance(a, Tensor) else list(a) if isinstance(a, list) else a for a in args)
+
+
+def differs(spec: Spec, reference: Callable, wrong: Callable, args: tuple) -> bool:
+    """The wrong answer gives, on these inputs, what the check's comparison would not pass (or it raises)."""
+    want = reference(*_fresh(args))
+    try:
+        got = wrong(*_fresh(args))
+    except Exception:
+        return True
+    return got is None or not spec.passes(got, want)
+
+
+def accepts(check: Callable, fn: Callable) -> bool:
+    with contextlib.redirect_stdout(io.StringIO()):
+        try:
+            check(fn)
+        except AssertionError:
+            return False
+    return True
+
+
+def describe(args: tuple) -> str:
+    """The inputs in a line or a few: small tensors and datasets written out."""
+    def one(a):
+        if isinstance(a, Dataset):
+            return (f"Dataset(x={a.x.tolist()}, y={a.y.tolist()}, V={a.vocab_size}, C={a.n_labels}, "
+                    f"weights={[round(w, 4) for w in a.weights.tolist()]})")
+        if isinstance(a, Tensor):
+            values = a.tolist() if a.numel() <= 64 else f"<{a.numel()} values>"
+            return f"tensor({values}, dtype={a.dtype})"
+        return repr(a)
+
+    return ", ".join(one(a) for a in args)
+
+
+@pytest.mark.parametrize(("name", "mistake"), list(pairs()))
+def test_a_wrong_answer_differs_inside_the_text_and_its_check_rejects_it(name, mistake):
+    spec, wrong, reference = SPECS[name], wrong_answers(name)[mistake], CONTRACTS[name].reference
+    try:
+        args = find(spec.inputs, lambda a: differs(spec, reference, wrong, a), settings=spec.search)
+    except NoSuchExample:
+        pytest.fail(f"'{mistake}' never differs from the reference of {name} on the inputs its text allows: "
+                    "it is not a wrong answer (or the strategy misses where it goes wrong)")
+    if accepts(spec.check, wrong):
+        raise WrongAnswerAccepted(f"{name} accepts '{mistake}', which differs from the reference on: {describe(args)}")
+
+
+@pytest.mark.parametrize("name", [n for n, s in SPECS.items() if s.library is not None])
+@AGREE
+@given(data=st.data())
+def test_the_contract_reference_agrees_with_the_library_and_the_text(name, data):
+    spec = SPECS[name]
+    args = data.draw(spec.inputs)
+    expected = spec.library(*_fresh(args))
+    assert spec.passes(CONTRACTS[name].reference(*_fresh(args)), expected), describe(args)
+    assert spec.passes(spec.oracle(*_fresh(args)), expected), describe(args)
+
+
+@settings(AGREE, max_examples=6)
+@given(S.sigmoid_inputs())
+def test_the_sigmoid_fit_reference_recovers_the_drawn_sigmoid(drawn):
+    """check_15_fit_sigmoid compares with the parameters its curves were drawn with: the contract's
+    reference (the library's fit) must recover them within the check's tolerance, 0.03."""
+    (steps, curve), truth = drawn
+    assert tensor_close(0.03)(as_parameters(CONTRACTS["check_15_fit_sigmoid"].reference(steps, curve)), truth) is None
