@@ -289,5 +289,6 @@ if HAVE_MODEL:
 # * Nearest neighbours agree on coarse word classes and part where meaning and local grammar
 #   differ: the embedding knows more than Shakespeare's bigrams.
 #
-# **Next.** Open `exercises/10_pretrained.ipynb`: count the bigram signature yourself and measure
-# alignment inside a frequency bin.
+# **Next.** Open `exercises/10_pretrained.ipynb`: count the bigram signature yourself, measure
+# alignment inside a frequency bin, then build this lesson's frequency report (CKA, shuffled
+# baseline and spread, excess, split-half reliability) for any stream and embedding.

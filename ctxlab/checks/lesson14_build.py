@@ -20,7 +20,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ctxlab.checks.core import Case, Diagnosis, as_tensor, run_check
+from ctxlab.checks.core import Case, Diagnosis, as_tensor, as_tensor_dict, run_check
 from ctxlab.fixed_codes import binary_codes
 from ctxlab.models import EmbMLP, make_model
 from ctxlab.rungs import Rungs, measure_runs
@@ -276,17 +276,7 @@ def _run_cases() -> list[Case]:
 
 def _as_readings(got: Any, n: int) -> dict[str, Tensor] | str:
     """The learner's answer as {condition: [n, 2] long}, or what is wrong with its form."""
-    if not isinstance(got, Mapping) or set(got) != set(CONDITIONS):
-        keys = list(got) if isinstance(got, Mapping) else type(got).__name__
-        return f"expected a dict with the keys {list(CONDITIONS)}, got {keys}"
-    out = {}
-    for name in CONDITIONS:
-        value = as_tensor(got[name])
-        if value is None or tuple(value.shape) != (n, 2) or not bool((value.double() == value.double().round()).all()):
-            shape = None if value is None else tuple(value.shape)
-            return f"'{name}': expected [{n}, 2] whole numbers (per seed: rest on H0, onset of stair 1), got {shape}"
-        out[name] = value.long()
-    return out
+    return as_tensor_dict(got, CONDITIONS, (n, 2), "whole numbers (per seed: rest on H0, onset of stair 1)", whole=True)
 
 
 def _disagreement(got: dict[str, Tensor], want: dict[str, Tensor], seeds: tuple[int, ...]) -> str | None:

@@ -1,7 +1,7 @@
 # %% [markdown]
 # # Exercises 10 — Probing a pretrained model
 #
-# Two exercises on lesson 10. Fill in each `# YOUR CODE HERE`, then run the check cell below it:
+# Three exercises on lesson 10. Fill in each `# YOUR CODE HERE`, then run the check cell below it:
 # it prints `PASS check_10_…` or stops with a hint that says which case failed and how. The checks
 # also try *hidden* cases (other streams, other vocabularies, other embeddings), and none of them
 # needs the pretrained model: you can do these exercises without installing it. Grade the whole
@@ -15,9 +15,11 @@
 # |---|---|---|---|
 # | 1 | the bigram signature from counts | ★★☆ | 10 min |
 # | 2 | alignment inside a frequency bin | ★★☆ | 10 min |
+# | 3 | build: the lesson's frequency report, from a stream alone | ★★★ | 30 min |
 #
 # Use torch and `ctxlab.align.cka`; `ctxlab.signatures.bigram_signature` is what the first check
-# compares with, so don't call it there.
+# compares with, so don't call it there, and exercise 3 builds on your own two functions, not on
+# `ctxlab.pretrained` (whose `alignment_by_bin` is what its check compares with).
 
 # %%
 import torch
@@ -123,27 +125,122 @@ def bin_alignment(E: torch.Tensor, S: torch.Tensor, frequency: torch.Tensor, lo:
 ctxlab.checks.check_10_bin_alignment(bin_alignment)
 
 # %% [markdown]
+# ## Exercise 3 — build: the lesson's frequency report, from a stream alone (★★★, 30 min)
+#
+# Lesson 10 reads three numbers per frequency bin, and one more about the data: the CKA of the
+# embedding with the signature, the same CKA against row-shuffled signatures (its mean, the
+# *baseline*, and its standard deviation, the *spread*), the *excess* of the real CKA over the
+# baseline, and how well the signature agrees with itself between the two halves of the text (its
+# *reliability*, the most any embedding could show). Build that report for any token stream and
+# any embedding:
+#
+# `frequency_report(tokens, V, E, bin_size, n_shuffles, seed)` returns a dict with the keys
+# `"cka"`, `"baseline"`, `"spread"`, `"excess"` and `"reliability"`, each a float tensor with one
+# number per bin, where
+#
+# * the tokens are ranked by how often they occur in `tokens` (rank 0 the most frequent, equal
+#   counts in id order, as in exercise 2), and the bins are the ranks 0 … bin_size − 1, then
+#   bin_size … 2·bin_size − 1, and so on, as long as a whole bin fits (a last, partial bin is
+#   dropped); tokens that never occur count 0 and are ranked too;
+# * the signature is exercise 1's, counted on the whole stream;
+# * each bin's shuffles: a generator seeded afresh with `seed` for every bin
+#   (`torch.Generator().manual_seed(seed)`), then `n_shuffles` permutations drawn one after another
+#   with `torch.randperm(bin_size, generator=g)`, each reordering the bin's signature rows; the
+#   spread is torch's default standard deviation of those CKAs;
+# * the halves are `tokens[:n // 2]` and `tokens[n // 2:]` for a stream of n tokens, each with its
+#   own signature over the same V ids; the reliability is the bin's CKA between the two.
+#
+# Numbers within 1e-5 of the reference, in float64. The check runs your report on streams it makes
+# (the shipped text, counts tied across bin edges, ids that never occur, an odd length, an embedding
+# wider than a bin) and then on the set's noisy copy of the signature, where it must show what the
+# lesson reads: every bin more than 3 spreads above its shuffles, and both the excess and the
+# reliability lower in the rarest bin than in the most frequent. On an embedding drawn at random,
+# unrelated to the text, no bin may stand out by more than 4 spreads.
+#
+# <details><summary>Hint 1: the idea</summary>
+#
+# Everything per bin is exercise 2's CKA on a subset of tokens; the report adds two comparisons
+# that tell you how to read it. The shuffles ask "how high does CKA come by chance on these many
+# tokens in these many dimensions?", and the halves ask "how far does the signature itself move
+# when it is counted on other text?". A bin's excess means something only next to its spread, and
+# a bin's decline means something about the model only if the reliability has not declined as much.
+# </details>
+#
+# <details><summary>Hint 2: the approach</summary>
+#
+# Count the stream once to get the frequencies and the rank order, and cut that order into bins.
+# Count three signatures with your exercise-1 function: the whole stream and each half. Then loop
+# over the bins: take the bin's rows of E and of the whole-stream signature, score them, start the
+# bin's generator, score the shuffled copies, and keep their mean and standard deviation; score the
+# bin's rows of the two half-signatures against each other. Collect each quantity in a list and
+# turn the lists into tensors at the end.
+# </details>
+#
+# <details><summary>Hint 3: the pitfalls</summary>
+#
+# Shuffle the signature's rows inside the bin, not the embedding's and not rows drawn from the whole
+# vocabulary. Seed the generator again for each bin, and draw exactly `n_shuffles` permutations of
+# the bin's size. The excess is over the mean of the shuffles, not over their highest. The two
+# halves are the stream cut in the middle and counted separately: neither half against the whole
+# stream (which contains it), nor every other token (which breaks the pairs). Bins are ranges of
+# ranks, not of token ids; a bin that is not full is dropped. Tokens with no successor have zero
+# rows; your exercise-1 function already handles them.
+# </details>
+
+# %%
+def frequency_report(tokens: torch.Tensor, V: int, E: torch.Tensor, bin_size: int, n_shuffles: int,
+                     seed: int) -> dict[str, torch.Tensor]:
+    """Per frequency bin: CKA of E with the signature, its shuffled baseline and spread, the excess, the split-half reliability."""
+    ### BEGIN SOLUTION
+    counts = torch.bincount(tokens, minlength=V).double()
+    order = counts.argsort(descending=True, stable=True)
+    S, E = bigram_signature_of(tokens, V), E.double()
+    half = len(tokens) // 2
+    S_a, S_b = bigram_signature_of(tokens[:half], V), bigram_signature_of(tokens[half:], V)
+    report = {key: [] for key in ("cka", "baseline", "spread", "excess", "reliability")}
+    for lo in range(0, V - bin_size + 1, bin_size):
+        idx = order[lo:lo + bin_size]
+        e, s = E[idx], S[idx]
+        g = torch.Generator().manual_seed(seed)
+        shuffled = torch.tensor([float(cka(e, s[torch.randperm(bin_size, generator=g)])) for _ in range(n_shuffles)])
+        real = float(cka(e, s))
+        report["cka"].append(real)
+        report["baseline"].append(float(shuffled.mean()))
+        report["spread"].append(float(shuffled.std()))
+        report["excess"].append(real - float(shuffled.mean()))
+        report["reliability"].append(float(cka(S_a[idx], S_b[idx])))
+    return {key: torch.tensor(values, dtype=torch.float64) for key, values in report.items()}
+    ### END SOLUTION
+
+
+# %% tags=["check"]
+ctxlab.checks.check_10_frequency_report(frequency_report)
+
+# %% [markdown]
 # ## Putting them together
 #
-# With both functions you can redo the lesson's frequency analysis on any embedding. Here: a
-# character-level embedding that *is* a noisy copy of the signature, noisier for rarer characters.
-# Does your bin alignment fall with rarity, as it should?
+# With the report you can redo the lesson's frequency analysis on any embedding. Here: a
+# character-level embedding that *is* a noisy copy of the signature, noisier for rarer characters
+# (the check's own noisy copy), against one drawn at random. Read each bin's excess next to its
+# spread, and its decline next to the reliability's.
 
 # %% tags=["exercise"]
 # Once the checks pass, e.g.:
-# S = bigram_signature_of(tokens, V)
-# frequency = torch.bincount(tokens, minlength=V).double()
+# from ctxlab.checks.lesson10_build import noisy_copy
+# copy = frequency_report(tokens, V, noisy_copy(tokens, V), 20, 20, 0)
 # ...
 
 # %% tags=["solution"]
-S = bigram_signature_of(tokens, V)
-frequency = torch.bincount(tokens, minlength=V).double()
-g = torch.Generator().manual_seed(0)
-rank = frequency.argsort(descending=True).argsort().double()
-E = S @ torch.randn(2 * V, 16, generator=g, dtype=torch.float64) + (rank / V)[:, None] * torch.randn(V, 16, generator=g, dtype=torch.float64)
-print("CKA, ranks 0-19:", round(bin_alignment(E, S, frequency, 0, 20), 2))
-print("CKA, ranks 20-39:", round(bin_alignment(E, S, frequency, 20, 40), 2))
+from ctxlab.checks.lesson10_build import noisy_copy
+
+unrelated = torch.randn(V, 16, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+for name, E in (("noisy copy", noisy_copy(tokens, V)), ("random", unrelated)):
+    report = frequency_report(tokens, V, E, 20, 20, 0)
+    print(f"{name:>10}: excess {[round(x, 2) for x in report['excess'].tolist()]}, "
+          f"in spreads {[round(x, 1) for x in (report['excess'] / report['spread']).tolist()]}, "
+          f"reliability {[round(x, 2) for x in report['reliability'].tolist()]}")
 
 # %% [markdown]
 # **Think.** In the lesson, the rarest bin of MiniLM's tokens aligned least. Name two reasons that
-# have nothing to do with how the model was trained.
+# have nothing to do with how the model was trained. Which column of your report speaks to one of
+# them?

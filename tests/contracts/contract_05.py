@@ -6,12 +6,12 @@ import math
 
 import torch
 
-from contracts import Contract
+from contracts import Contract, train_once
 from ctxlab import checks
 from ctxlab.checks.core import hard_labels
 from ctxlab.checks.lesson05 import _blocks, singular_values_reference
 from ctxlab.theory import correlation_modes, fit_growth_rate, mode_strengths, product_map
-from ctxlab.train import recorded_steps, train
+from ctxlab.train import recorded_steps
 
 
 def first_steps(steps, a, level):
@@ -121,7 +121,7 @@ def predict(model, data, level, lr, *, rate="gd", quarter=True, start="growing",
 def measure(model, data, steps, level, lr, every, *, after=False, every_step=False, index=False, never=-1,
             signed=True, at_lr=None):
     """Train by full-batch GD and return the first recorded step with a_k >= level, one mistake switched on."""
-    run = train(model, data, steps, lr=lr if at_lr is None else at_lr, record_every=1 if every_step or after else every,
+    run = train_once(model, data, steps, lr=lr if at_lr is None else at_lr, record_every=1 if every_step or after else every,
                 probes={"map": product_map}, progress=False)
     a = mode_strengths(run.extras["map"], correlation_modes(data))
     t = run.steps

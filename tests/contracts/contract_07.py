@@ -7,11 +7,11 @@ import math
 
 import torch
 
-from contracts import Contract
+from contracts import Contract, train_once
 from ctxlab import checks
 from ctxlab.checks.lesson07 import leaves_uniform
 from ctxlab.theory import bag_of_context, target_attention
-from ctxlab.train import cross_entropy, train
+from ctxlab.train import cross_entropy
 
 
 def summed(model, x):
@@ -133,12 +133,12 @@ def steps_of(model, task, steps, lr, every, factor, tol, *, index=False, never=-
     """Train in place with ||G|| and the key's attention as probes; (first step ||G|| >= factor ||G_0||, first step off 1/L)."""
     data = task.population
     G0 = torch.linalg.matrix_norm(force(model, data))
-    measure = {"G": lambda m: torch.linalg.matrix_norm(force(m, data)), "A": lambda m: m.qk_norm(),
-               "init": lambda m: G0}[norm]
-    run = train(model, data, steps, lr=lr if lr_as is None else lr_as, record_every=every, progress=False,
-                probes={"force": measure, "attention": target_attention(task)})
-    start = run.extras["force"][:, :1]
-    grown = run.extras["force"] - (start if increase else 0) >= (factor if factor_as is None else factor_as) * start
+    probes = {"G": lambda m: torch.linalg.matrix_norm(force(m, data)), "A": lambda m: m.qk_norm(),
+              "attention": target_attention(task)}
+    run = train_once(model, data, steps, lr=lr if lr_as is None else lr_as, record_every=every, progress=False, probes=probes)
+    measured = G0[:, None].expand_as(run.extras["G"]) if norm == "init" else run.extras[norm]
+    start = measured[:, :1]
+    grown = measured - (start if increase else 0) >= (factor if factor_as is None else factor_as) * start
     L = task.seq_len if length_as is None else length_as
     off = (run.extras["attention"].double() - 1.0 / L).abs() > (tol if tol_as is None else tol_as)
     pair = []

@@ -6,13 +6,12 @@ import math
 
 import torch
 
-from contracts import Contract
+from contracts import Contract, train_once
 from ctxlab import checks
 from ctxlab.checks.lesson08 import layernorm_norms_reference, no_plateau_corner_reference
 from ctxlab.checks.lesson08_build import classify_cells_reference, decay_threshold_reference, phase_map_labels_reference
 from ctxlab.models import make_model
 from ctxlab.theory import plateau_levels
-from ctxlab.train import train
 
 
 def longest_corner(gammas, lrs, plateau):
@@ -96,7 +95,7 @@ def grid_labels(task, gammas, lrs, steps, min_rest, seed, *, layout="gamma-major
         grid_g, grid_r = [g for _ in lrs for g in gammas], [r for r in lrs for _ in gammas]
     model = make_model("mlp", task, gamma=[gammas[0]] * len(grid_g) if one_gamma else grid_g, seed=seed, d=16, hidden=32)
     kwargs = {"on_divergence": "record"} if record else {}
-    run = train(model, task.population, steps, lr=1.0 if one_lr else grid_r, record_every=5, progress=False, **kwargs)
+    run = train_once(model, task.population, steps, lr=1.0 if one_lr else grid_r, record_every=5, progress=False, **kwargs)
     table = classify_cells_reference(run.steps, run.loss.reshape(len(gammas), len(lrs), -1), plateau_levels(task.population), min_rest)
     return [list(col) for col in zip(*table)] if transpose else table
 

@@ -6,8 +6,9 @@ import torch
 
 from contracts import Contract
 from ctxlab import checks
-from ctxlab.align import cka
+from ctxlab.align import cka, rsa
 from ctxlab.checks.lesson10 import bin_cka, signature_from_counts
+from ctxlab.checks.lesson10_build import frequency_report_reference
 
 
 def pair_counts(tokens, V):
@@ -53,6 +54,82 @@ CONTRACT = [
             "off by one (ranks lo..hi)": lambda E, S, f, lo, hi: bin_cka(E, S, f, lo, hi + 1),
             "ties: higher id first (ascending sort reversed)": lambda E, S, f, lo, hi: float(
                 cka(E[f.argsort(stable=True).flip(0)[lo:hi]], S[f.argsort(stable=True).flip(0)[lo:hi]])),
+        },
+    ),
+]
+
+
+# --- exercise 3: the frequency report, as a learner writes it with one mistake switched on --------------------
+
+
+def learner_report(tokens, V, E, bin_size, n_shuffles, seed, *, rank="falling", keep_partial=False, reseed=True,
+                   permute="S", std_unbiased=True, excess_over="mean", second=None, score=cka, restrict=True):
+    counts = torch.bincount(tokens, minlength=V).double()
+    order = {"falling": counts.argsort(descending=True, stable=True), "rising": counts.argsort(stable=True),
+             "ids": torch.arange(V), "ascending reversed": counts.argsort(stable=True).flip(0)}[rank]
+    S, E = signature_from_counts(tokens, V), E.double()
+    n = len(tokens)
+    first_half, second_half = (tokens[0::2], tokens[1::2]) if second == "alternate" else (tokens[:n // 2], tokens[n // 2:])
+    S_a = signature_from_counts(first_half, V)
+    S_b = S if second == "whole" else signature_from_counts(second_half, V)
+    out = {k: [] for k in ("cka", "baseline", "spread", "excess", "reliability")}
+    g = torch.Generator().manual_seed(seed)
+    starts = range(0, V, bin_size) if keep_partial else range(0, V - bin_size + 1, bin_size)
+    for lo in starts:
+        idx = order[lo:lo + bin_size]
+        if len(idx) < 3:
+            continue
+        if reseed:
+            g = torch.Generator().manual_seed(seed)
+        e, s = (E[idx], S[idx]) if restrict else (E, S)
+        scores = []
+        for _ in range(n_shuffles):
+            if permute == "vocabulary":
+                scores.append(float(score(e, S[torch.randperm(V, generator=g)[:len(idx)]])))
+            else:
+                p = torch.randperm(len(e), generator=g)
+                scores.append(float(score(e[p], s) if permute == "E" else score(e, s[p])))
+        shuffled = torch.tensor(scores, dtype=torch.float64)
+        real = float(score(e, s))
+        out["cka"].append(real)
+        out["baseline"].append(float(shuffled.mean()))
+        out["spread"].append(float(shuffled.std(unbiased=std_unbiased)))
+        out["excess"].append(real - float(shuffled.mean() if excess_over == "mean" else shuffled.max()))
+        out["reliability"].append(float(score(S_a[idx], S_b[idx])))
+    return {k: torch.tensor(v, dtype=torch.float64) for k, v in out.items()}
+
+
+def report_with(**mistake):
+    return lambda *args: learner_report(*args, **mistake)
+
+
+CONTRACT += [
+    Contract(
+        checks.check_10_frequency_report,
+        reference=frequency_report_reference,
+        wrong={
+            "rarest first": report_with(rank="rising"),
+            "bins of token ids": report_with(rank="ids"),
+            "ties: higher id first": report_with(rank="ascending reversed"),
+            "partial last bin kept": report_with(keep_partial=True),
+            "one generator for every bin": report_with(reseed=False),
+            "E's rows shuffled": report_with(permute="E"),
+            "shuffled rows from the whole vocabulary": report_with(permute="vocabulary"),
+            "population std": report_with(std_unbiased=False),
+            "excess over the highest shuffle": report_with(excess_over="top"),
+            "reliability against the whole stream": report_with(second="whole"),
+            "halves as every other token": report_with(second="alternate"),
+            "RSA for CKA": report_with(score=rsa),
+            "scored over all tokens": report_with(restrict=False),
+            "only the real CKA per bin": lambda *a: {"cka": learner_report(*a)["cka"]},
+        },
+        hints={
+            "rarest first": "MOST frequent", "bins of token ids": "not of token ids", "ties: higher id first": "lower id first",
+            "partial last bin kept": "not full", "one generator for every bin": "seeded afresh",
+            "E's rows shuffled": "not of the embedding", "shuffled rows from the whole vocabulary": "inside the bin",
+            "population std": "n - 1", "excess over the highest shuffle": "shuffled MEAN",
+            "reliability against the whole stream": "first half", "halves as every other token": "cut in the middle",
+            "RSA for CKA": "not RSA", "scored over all tokens": "restrict", "only the real CKA per bin": "exactly the keys",
         },
     ),
 ]

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from contracts import Contract
+from contracts import Contract, train_once
 from ctxlab import checks
 from ctxlab.checks.lesson11 import finishing_order, table_variant
 from ctxlab.rungs import crossing_step, stair_onsets
@@ -87,7 +87,6 @@ import torch  # noqa: E402
 from ctxlab.checks.lesson11_build import signature_vs_control  # noqa: E402
 from ctxlab.transplant import random_orthonormal, rank_matched_control  # noqa: E402
 from ctxlab.rungs import crossing_step as _crossing  # noqa: E402
-from ctxlab.train import train  # noqa: E402
 from ctxlab.transplant import freeze_embedding, frozen_ensemble, random_embedding, rescale, steps_to_plateaus  # noqa: E402
 
 
@@ -145,7 +144,7 @@ def race(task, d, hidden, steps, seeds, make_control, *, orders=(1, 2, 3), scale
     model, names = frozen_ensemble(task, tables, list(seeds), d=d, hidden=hidden, gamma=gamma)
     if learn:
         freeze_embedding(model, [])
-    run = train(model, task.population, steps, lr=1.0, record_every=every, progress=False)
+    run = train_once(model, task.population, steps, lr=1.0, record_every=every, progress=False)
     levels = task.plateau_levels()
     if at_level:
         onsets = torch.stack([_crossing(run.steps, run.loss, h) for h in levels[1:]], -1)

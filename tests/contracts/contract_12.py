@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import torch
 
-from contracts import Contract
+from contracts import Contract, train_once
 from ctxlab import checks
 from ctxlab.composition import accuracy, held_out_accuracy, held_out_outcomes, line_up
 from ctxlab.models import make_model
-from ctxlab.train import train
 
 
 def on_training_pairs(model, task):
@@ -91,9 +90,9 @@ def timeline(task, gammas, seeds, steps, every, lr, d=16, hidden=64, *, order="g
         hit = pred == test.y
         return (hit | (pred == task.info["symmetric_labels"]) if copies else hit).float().mean(-1)
 
-    probes = {"train_acc": lambda m: (m(data.x).argmax(-1) == data.y).float().mean(-1), "composed": composed}
+    probes = {"train_acc": lambda m: (m(data.x).argmax(-1) == data.y).float().mean(-1), f"composed{copies}{swapped_rows}": composed}
     record = {"record_every": every} if grid == "loop" else {"record_steps": list(range(0, steps + 1, every))}
-    run = train(model, data, steps, lr=lr if at_lr is None else at_lr, probes=probes, progress=False, **record)
+    run = train_once(model, data, steps, lr=lr if at_lr is None else at_lr, probes=probes, progress=False, **record)
     E = run.embeddings
     pick = {"each": E, "final": E[:, -1:].expand_as(E)}[table]
 
@@ -108,7 +107,7 @@ def timeline(task, gammas, seeds, steps, every, lr, d=16, hidden=64, *, order="g
     if swap_line_ups:
         key_curve, anchor_curve = anchor_curve, key_curve
     steps_out = run.steps if grid != "positions" else torch.arange(len(run.steps))
-    return {"steps": steps_out, "train_acc": run.extras["train_acc"], "composed": run.extras["composed"],
+    return {"steps": steps_out, "train_acc": run.extras["train_acc"], "composed": run.extras[f"composed{copies}{swapped_rows}"],
             "key_line_up": key_curve, "anchor_line_up": anchor_curve}
 
 

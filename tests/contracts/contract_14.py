@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from contracts import Contract
+from contracts import Contract, train_once
 from ctxlab import checks
 from ctxlab.align import subspace_fraction
 from ctxlab.checks.lesson14_build import scale_codes_reference
@@ -14,7 +14,6 @@ from ctxlab.fixed_codes import binary_codes, first_layer_rows, fixed_code_ensemb
 from ctxlab.models import make_model
 from ctxlab.rungs import measure_runs
 from ctxlab.theory import plateau_levels
-from ctxlab.train import train
 from ctxlab.transplant import freeze_embedding, transplant
 
 
@@ -127,7 +126,7 @@ def fit_scaled(task, codes, seeds, gamma, steps, d, hidden, *, codes_w1=True, sc
     levels = plateau_levels(task.population)
     out = {}
     for names, ensemble in ((("learned", "codes"), model), (("scaled codes",), small)):
-        run = train(ensemble, task.population, steps, record_every=1, progress=False)
+        run = train_once(ensemble, task.population, steps, record_every=1, progress=False)
         for i, name in enumerate(names):
             loss = run.loss[i * n:(i + 1) * n]
             reads = measure_runs(run.steps, loss, levels)

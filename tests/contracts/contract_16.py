@@ -7,10 +7,9 @@ import math
 
 import torch
 
-from contracts import Contract
+from contracts import Contract, train_once
 from ctxlab import checks
 from ctxlab.token_identity import ReinjectedMLP, bin_losses, loglog_slope, rung_steps
-from ctxlab.train import train
 
 
 def _centred_fit(x, y):
@@ -161,7 +160,7 @@ def table_gain(data, n_tables, edges, seeds, steps, gamma, lr, *, keep_copy=True
         model = ReinjectedMLP(data.vocab_size, data.seq_len, data.n_labels, n_tables=n, gamma=gamma,
                               seed=[s + shift for s in seeds])
         before = copy.deepcopy(model) if keep_copy else model
-        train(model, data, steps + extra_steps, lr=lr if at_lr is None else at_lr, progress=False, device="cpu")
+        train_once(model, data, steps + extra_steps, lr=lr if at_lr is None else at_lr, progress=False, device="cpu")
         measured.append((sizes_with if n else sizes)(before, model))
     return measured[0], measured[1], gain_with(measured[0], measured[1], data, edges, 0)
 
