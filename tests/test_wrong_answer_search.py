@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 import torch
-from contracts import contract_01, contract_03, contract_13, contract_14, contract_15, contract_16
+from contracts import contract_01, contract_03, contract_10, contract_13, contract_14, contract_15, contract_16
 from contracts import strategies as S
 from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
@@ -36,6 +36,7 @@ from torch import Tensor
 from ctxlab import checks
 from ctxlab.checks.core import as_float, as_ints, as_tensor, integer_equal, number_close, tensor_close
 from ctxlab.checks.lesson03 import dwell_reference, longest_wait_reference, rise_and_end_reference, stair_onsets_reference
+from ctxlab.checks.lesson10_build import frequency_report_reference, report_differs
 from ctxlab.checks.lesson13 import classes_of, knn_overlap, same_partition, shared_count
 from ctxlab.dataset import Dataset
 from ctxlab.fixed_codes import binary_codes
@@ -300,6 +301,52 @@ def _fit_close(got, want) -> bool:
     return tensor_close(0.03)(as_parameters(got), as_parameters(want)) is None
 
 
+def report_halves_at_ceiling(tokens, V, E, bin_size, n_shuffles, seed):
+    """The halves cut at (n + 1) // 2: the same as n // 2 for even n only."""
+    n = len(tokens)
+    out = contract_10.learner_report(tokens, V, E, bin_size, n_shuffles, seed)
+    cut = (n + 1) // 2
+    rows = torch.bincount(tokens, minlength=V).double().argsort(descending=True, stable=True)
+    halves = [contract_10.signature_from_counts(p, V) for p in (tokens[:cut], tokens[cut:])]
+    bins = [rows[lo:lo + bin_size] for lo in range(0, V - bin_size + 1, bin_size)]
+    out["reliability"] = torch.tensor([float(contract_10.cka(halves[0][i], halves[1][i])) for i in bins], dtype=torch.float64)
+    return out
+
+
+def report_halves_ranked_on_their_own(tokens, V, E, bin_size, n_shuffles, seed):
+    """Each half's bins taken from that half's own counts."""
+    out = contract_10.learner_report(tokens, V, E, bin_size, n_shuffles, seed)
+    n = len(tokens)
+    parts = (tokens[:n // 2], tokens[n // 2:])
+    orders = [torch.bincount(p, minlength=V).double().argsort(descending=True, stable=True) for p in parts]
+    halves = [contract_10.signature_from_counts(p, V) for p in parts]
+    starts = range(0, V - bin_size + 1, bin_size)
+    out["reliability"] = torch.tensor([float(contract_10.cka(halves[0][orders[0][lo:lo + bin_size]], halves[1][orders[1][lo:lo + bin_size]]))
+                                       for lo in starts], dtype=torch.float64)
+    return out
+
+
+def report_identity_first(tokens, V, E, bin_size, n_shuffles, seed):
+    """The real (unshuffled) score counted as the first of the shuffles."""
+    out = contract_10.learner_report(tokens, V, E, bin_size, n_shuffles - 1, seed) if n_shuffles > 2 else None
+    full = contract_10.learner_report(tokens, V, E, bin_size, n_shuffles, seed)
+    if out is None:
+        return full
+    base = (out["baseline"] * (n_shuffles - 1) + out["cka"]) / n_shuffles
+    return {**full, "baseline": base, "excess": out["cka"] - base}
+
+
+def report_unseen_ids_dropped(tokens, V, E, bin_size, n_shuffles, seed):
+    """Only the ids that occur are ranked and binned."""
+    seen = torch.bincount(tokens, minlength=V) > 0
+    keep = seen.nonzero().flatten()
+    remap = torch.full((V,), -1, dtype=torch.long)
+    remap[keep] = torch.arange(len(keep))
+    if len(keep) < bin_size:
+        return {k: torch.zeros(0, dtype=torch.float64) for k in ("cka", "baseline", "spread", "excess", "reliability")}
+    return contract_10.learner_report(remap[tokens], len(keep), E[keep], bin_size, n_shuffles, seed)
+
+
 @dataclass(frozen=True)
 class Spec:
     check: Callable
@@ -330,6 +377,13 @@ SPECS = {
         checks.check_03_longest_wait, S.wait_ensembles(), longest_wait_reference, _same_gamma, wait_oracle,
         {"sum over seeds instead of the mean": wait_summed_over_seeds,
          "never counted as steps[-1], not steps[-1] + 1": wait_never_as_last_step}),
+    "check_10_frequency_report": Spec(
+        checks.check_10_frequency_report, S.report_inputs(), frequency_report_reference,
+        lambda g, w: report_differs(g, w) is None, contract_10.learner_report,
+        {"halves cut at (n + 1) // 2": report_halves_at_ceiling,
+         "each half ranked by its own counts": report_halves_ranked_on_their_own,
+         "the real score counted as a shuffle": report_identity_first,
+         "ids that never occur left out": report_unseen_ids_dropped}),
     "check_13_knn_overlap": Spec(checks.check_13_knn_overlap, S.knn_inputs(), knn_overlap, _tensors(1e-6), knn_oracle,
                                  {"self dropped as column 0 of a top-(k+1)": knn_self_as_column_0}),
     "check_13_signature_classes": Spec(
@@ -351,7 +405,7 @@ SPECS = {
                               _tensors(1e-4), bin_oracle, {"ids matched at any position": bin_ids_at_any_position}),
 }
 
-CONTRACTS = {row.check.__name__: row for module in (contract_01, contract_03, contract_13, contract_14, contract_15, contract_16)
+CONTRACTS = {row.check.__name__: row for module in (contract_01, contract_03, contract_10, contract_13, contract_14, contract_15, contract_16)
              for row in module.CONTRACT}
 
 # (check, wrong answer) -> why the check accepts it and the case that would catch it (each verified to

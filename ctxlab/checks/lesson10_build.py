@@ -62,9 +62,9 @@ def report_variant(tokens: Tensor, V: int, E: Tensor, bin_size: int, n_shuffles:
     S_a, S_b = (bigram_signature(p, V).matrix.double() for p in parts)
     g = torch.Generator().manual_seed(seed)
     out: dict[str, list[float]] = {k: [] for k in KEYS}
-    for idx in bins:
-        if seeding == "per bin":
-            g = torch.Generator().manual_seed(seed)
+    for i, idx in enumerate(bins):
+        if seeding != "once":
+            g = torch.Generator().manual_seed(seed + (i if seeding == "seed + bin" else 0))
         e, s = (E[idx], S[idx]) if within else (E, S)
         scores = []
         for _ in range(n_shuffles):
@@ -108,7 +108,7 @@ def _inputs() -> tuple[tuple[str, tuple, bool, str], ...]:
     """(label, (tokens, V, E, bin_size, n_shuffles, seed), hidden, what the report must show)."""
     text, V = _text(20_000)
     short, V_short = _text(3_001)  # odd length: the halves are 1500 and 1501 tokens
-    ties = torch.tensor([0, 1, 2, 3, 4, 5] * 30 + [6, 7, 6, 7, 8, 8] * 5)  # counts 30 x6, 10 x3: ties across bin edges
+    ties = torch.tensor([0, 1, 2, 3, 4, 5] * 30 + [6, 7, 6, 7, 8, 8] * 5)  # counts 30 x6, 10 x3, 0 x3: ties across bin edges
     random = torch.randint(0, 12, (500,), generator=torch.Generator().manual_seed(4))
     return (
         ("20,000 Shakespeare characters, the set's noisy copy, bins of 20, 20 shuffles", (text, V, noisy_copy(text, V), 20, 20, 0), False, "copy"),
@@ -116,7 +116,8 @@ def _inputs() -> tuple[tuple[str, tuple, bool, str], ...]:
          (text, V, _randn(1, V, 16), 10, 20, 0), True, "chance"),
         ("3,001 characters (odd length), float32 embedding d 8, bins of 7, 15 shuffles, seed 3",
          (short, V_short, _randn(2, V_short, 8, dtype=torch.float32), 7, 15, 3), True, ""),
-        ("counts tied across bin edges, ids 9 and 10 never occur (V 11), bins of 4", (ties, 11, _randn(3, 11, 5), 4, 12, 5), True, ""),
+        ("counts tied across bin edges, ids 9-11 never occur but fill the last bin (V 12), bins of 4",
+         (ties, 12, _randn(3, 12, 5), 4, 12, 5), True, ""),
         ("a random stream over 12 ids, embedding wider than the bin (d 20), bins of 6, 30 shuffles, seed 11",
          (random, 12, _randn(5, 12, 20), 6, 30, 11), True, ""),
     )  # fmt: skip
@@ -127,7 +128,8 @@ def _as_report(got: Any, n_bins: int) -> dict[str, Tensor] | str:
     return as_tensor_dict(got, KEYS, (n_bins,), "a tensor with one number per full bin:")
 
 
-def _differs(got: Any, expected: dict[str, Tensor]) -> str | None:
+def report_differs(got: Any, expected: dict[str, Tensor]) -> str | None:
+    """None when the learner's report is the expected one within TOL, else what differs first."""
     report = _as_report(got, len(expected["cka"]))
     if isinstance(report, str):
         return report
@@ -155,7 +157,7 @@ def _shows(report: dict[str, Tensor], what: str) -> str | None:
 
 def _problem(got: Any, case_expected: tuple[dict[str, Tensor], str]) -> str | None:
     expected, what = case_expected
-    return _differs(got, expected) or _shows(_as_report(got, len(expected["cka"])), what)
+    return report_differs(got, expected) or _shows(_as_report(got, len(expected["cka"])), what)
 
 
 def _computes(**change) -> Callable[[Any, Any, Case], bool]:
@@ -163,7 +165,7 @@ def _computes(**change) -> Callable[[Any, Any, Case], bool]:
 
     def matches(got: Any, expected: tuple[dict[str, Tensor], str], case: Case) -> bool:
         wrong = report_variant(*case.args, **change)
-        return _differs(wrong, expected[0]) is not None and _differs(got, wrong) is None
+        return report_differs(wrong, expected[0]) is not None and report_differs(got, wrong) is None
 
     return matches
 
@@ -178,7 +180,8 @@ def check_10_frequency_report(fn: Callable[..., dict[str, Tensor]]) -> None:
         Diagnosis(_computes(order="reversed"), "tokens with equal counts keep id order, lower id first (a stable descending sort); reversing an ascending sort puts the higher id first"),
         Diagnosis(_computes(partial=True), "drop a last bin that is not full: every bin holds exactly bin_size ranks"),
         Diagnosis(_computes(seeding="once"), "each bin's shuffles start from a generator seeded afresh with `seed`, as permutation_baseline does: one generator for the whole report gives other permutations"),
-        Diagnosis(_computes(shuffled="E rows"), "shuffle the rows of the signature S, not of the embedding E (the same test, but other numbers)"),
+        Diagnosis(_computes(seeding="seed + bin"), "every bin's generator is seeded with `seed` itself, not with seed plus the bin's number"),
+        Diagnosis(_computes(shuffled="E rows"), "the copy's row i must be row p[i] of the bin's signature, s[p]: you used the inverse permutation, or shuffled the embedding's rows instead (either gives the same numbers, not the reference's)"),
         Diagnosis(_computes(shuffled="all tokens"), "shuffle inside the bin: permute the bin's own signature rows, not rows drawn from the whole vocabulary"),
         Diagnosis(_computes(spread="n"), "the spread is torch's default standard deviation (dividing by n - 1), not the population one"),
         Diagnosis(_computes(over="top"), "the excess is over the shuffled MEAN (the baseline), not over the highest shuffle"),

@@ -135,8 +135,8 @@ ctxlab.checks.check_10_bin_alignment(bin_alignment)
 # any embedding:
 #
 # `frequency_report(tokens, V, E, bin_size, n_shuffles, seed)` returns a dict with the keys
-# `"cka"`, `"baseline"`, `"spread"`, `"excess"` and `"reliability"`, each a float tensor with one
-# number per bin, where
+# `"cka"`, `"baseline"`, `"spread"`, `"excess"` and `"reliability"`, each a tensor with one number
+# per bin, where
 #
 # * the tokens are ranked by how often they occur in `tokens` (rank 0 the most frequent, equal
 #   counts in id order, as in exercise 2), and the bins are the ranks 0 … bin_size − 1, then
@@ -145,12 +145,13 @@ ctxlab.checks.check_10_bin_alignment(bin_alignment)
 # * the signature is exercise 1's, counted on the whole stream;
 # * each bin's shuffles: a generator seeded afresh with `seed` for every bin
 #   (`torch.Generator().manual_seed(seed)`), then `n_shuffles` permutations drawn one after another
-#   with `torch.randperm(bin_size, generator=g)`, each reordering the bin's signature rows; the
-#   spread is torch's default standard deviation of those CKAs;
+#   with `p = torch.randperm(bin_size, generator=g)`, each giving a shuffled copy `s[p]` of the
+#   bin's signature rows `s` (row i of the copy is row p[i] of `s`), scored against the bin's rows
+#   of E; the spread is torch's default standard deviation of those CKAs;
 # * the halves are `tokens[:n // 2]` and `tokens[n // 2:]` for a stream of n tokens, each with its
 #   own signature over the same V ids; the reliability is the bin's CKA between the two.
 #
-# Numbers within 1e-5 of the reference, in float64. The check runs your report on streams it makes
+# Numbers within 1e-5 of the reference, which computes in float64. The check runs your report on streams it makes
 # (the shipped text, counts tied across bin edges, ids that never occur, an odd length, an embedding
 # wider than a bin) and then on the set's noisy copy of the signature, where it must show what the
 # lesson reads: every bin more than 3 spreads above its shuffles, and both the excess and the

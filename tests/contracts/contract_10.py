@@ -99,6 +99,12 @@ def learner_report(tokens, V, E, bin_size, n_shuffles, seed, *, rank="falling", 
     return {k: torch.tensor(v, dtype=torch.float64) for k, v in out.items()}
 
 
+def report_seeded_per_bin_number(tokens, V, E, bin_size, n_shuffles, seed):
+    """Bin i's shuffles from a generator seeded with seed + i."""
+    pieces = [learner_report(tokens, V, E, bin_size, n_shuffles, seed + i) for i in range(V // bin_size)]
+    return {k: torch.stack([p[k][i] for i, p in enumerate(pieces)]) for k in pieces[0]}
+
+
 def report_with(**mistake):
     return lambda *args: learner_report(*args, **mistake)
 
@@ -122,14 +128,16 @@ CONTRACT += [
             "RSA for CKA": report_with(score=rsa),
             "scored over all tokens": report_with(restrict=False),
             "only the real CKA per bin": lambda *a: {"cka": learner_report(*a)["cka"]},
+            "bin i seeded with seed + i": report_seeded_per_bin_number,
         },
         hints={
             "rarest first": "MOST frequent", "bins of token ids": "not of token ids", "ties: higher id first": "lower id first",
             "partial last bin kept": "not full", "one generator for every bin": "seeded afresh",
-            "E's rows shuffled": "not of the embedding", "shuffled rows from the whole vocabulary": "inside the bin",
+            "E's rows shuffled": "inverse permutation", "shuffled rows from the whole vocabulary": "inside the bin",
             "population std": "n - 1", "excess over the highest shuffle": "shuffled MEAN",
             "reliability against the whole stream": "first half", "halves as every other token": "cut in the middle",
             "RSA for CKA": "not RSA", "scored over all tokens": "restrict", "only the real CKA per bin": "exactly the keys",
+            "bin i seeded with seed + i": "seed plus the bin's number",
         },
     ),
 ]

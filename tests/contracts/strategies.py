@@ -280,3 +280,27 @@ def sigmoid_inputs(draw) -> tuple:
     if draw(st.booleans()):
         curve = curve + 2e-3 * abs(drop) * torch.randn(steps.numel(), generator=_generator(draw), dtype=torch.float64)
     return (steps, curve), torch.tensor([floor, drop, log_tau, width], dtype=torch.float64)
+
+
+# --- token streams and embeddings (set 10) -------------------------------------------------------
+
+
+@st.composite
+def report_inputs(draw) -> tuple:
+    """(tokens, V, E, bin_size, n_shuffles, seed): a stream over some of V ids (ids that never occur, ties in
+    the counts from a repeated pattern, odd and even lengths), an embedding of any width in float32 or
+    float64, bins of 3 ids up to all V, and any number of shuffles from 2."""
+    V = draw(st.integers(4, 14))
+    used = draw(st.integers(3, V))
+    g = _generator(draw)
+    if draw(st.booleans()):  # a repeated pattern: every used id equally often, then a few extra
+        tokens = torch.cat([torch.arange(used).repeat(draw(st.integers(2, 12))),
+                            torch.randint(0, used, (draw(st.integers(0, 5)),), generator=g)])
+    else:
+        tokens = torch.randint(0, used, (draw(st.integers(3 * V, 300)),), generator=g)
+    perm = torch.randperm(V, generator=g)  # which ids are used, so that unseen ids fall anywhere
+    tokens = perm[tokens]
+    d = draw(st.integers(2, 12))
+    E = torch.randn(V, d, generator=g, dtype=draw(st.sampled_from((torch.float32, torch.float64))))
+    assume(bool((E.double().var(0) > 0).all()))
+    return tokens, V, E, draw(st.integers(3, V)), draw(st.integers(2, 25)), draw(st.integers(0, 50))
