@@ -127,12 +127,12 @@ ctxlab.checks.check_10_bin_alignment(bin_alignment)
 # %% [markdown]
 # ## Exercise 3 — build: the lesson's frequency report, from a stream alone (★★★, 30 min)
 #
-# Lesson 10 reads three numbers per frequency bin, and one more about the data: the CKA of the
-# embedding with the signature, the same CKA against row-shuffled signatures (its mean, the
-# *baseline*, and its standard deviation, the *spread*), the *excess* of the real CKA over the
-# baseline, and how well the signature agrees with itself between the two halves of the text (its
-# *reliability*, the most any embedding could show). Build that report for any token stream and
-# any embedding:
+# Lesson 10 reads, in each frequency bin, the CKA of the embedding with the signature; beside it,
+# the same CKA against row-shuffled signatures (their mean, the *baseline*, and their standard
+# deviation, the *spread*) and the *excess* of the real CKA over the baseline; and one number about
+# the data alone: how well the signature agrees with itself between the two halves of the text (its
+# *reliability*, the most any embedding could show). Build that report for any token stream and any
+# embedding:
 #
 # `frequency_report(tokens, V, E, bin_size, n_shuffles, seed)` returns a dict with the keys
 # `"cka"`, `"baseline"`, `"spread"`, `"excess"` and `"reliability"`, each a tensor with one number
