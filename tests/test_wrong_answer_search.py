@@ -34,8 +34,10 @@ from hypothesis.errors import NoSuchExample
 from torch import Tensor
 
 from ctxlab import checks
+from ctxlab.align import cka
 from ctxlab.checks.core import as_float, as_ints, as_tensor, integer_equal, number_close, tensor_close
 from ctxlab.checks.lesson03 import dwell_reference, longest_wait_reference, rise_and_end_reference, stair_onsets_reference
+from ctxlab.checks.lesson10 import signature_from_counts
 from ctxlab.checks.lesson10_build import frequency_report_reference, report_differs
 from ctxlab.checks.lesson13 import classes_of, knn_overlap, same_partition, shared_count
 from ctxlab.dataset import Dataset
@@ -307,9 +309,9 @@ def report_halves_at_ceiling(tokens, V, E, bin_size, n_shuffles, seed):
     out = contract_10.learner_report(tokens, V, E, bin_size, n_shuffles, seed)
     cut = (n + 1) // 2
     rows = torch.bincount(tokens, minlength=V).double().argsort(descending=True, stable=True)
-    halves = [contract_10.signature_from_counts(p, V) for p in (tokens[:cut], tokens[cut:])]
+    halves = [signature_from_counts(p, V) for p in (tokens[:cut], tokens[cut:])]
     bins = [rows[lo:lo + bin_size] for lo in range(0, V - bin_size + 1, bin_size)]
-    out["reliability"] = torch.tensor([float(contract_10.cka(halves[0][i], halves[1][i])) for i in bins], dtype=torch.float64)
+    out["reliability"] = torch.tensor([float(cka(halves[0][i], halves[1][i])) for i in bins], dtype=torch.float64)
     return out
 
 
@@ -319,21 +321,18 @@ def report_halves_ranked_on_their_own(tokens, V, E, bin_size, n_shuffles, seed):
     n = len(tokens)
     parts = (tokens[:n // 2], tokens[n // 2:])
     orders = [torch.bincount(p, minlength=V).double().argsort(descending=True, stable=True) for p in parts]
-    halves = [contract_10.signature_from_counts(p, V) for p in parts]
+    halves = [signature_from_counts(p, V) for p in parts]
     starts = range(0, V - bin_size + 1, bin_size)
-    out["reliability"] = torch.tensor([float(contract_10.cka(halves[0][orders[0][lo:lo + bin_size]], halves[1][orders[1][lo:lo + bin_size]]))
+    out["reliability"] = torch.tensor([float(cka(halves[0][orders[0][lo:lo + bin_size]], halves[1][orders[1][lo:lo + bin_size]]))
                                        for lo in starts], dtype=torch.float64)
     return out
 
 
 def report_identity_first(tokens, V, E, bin_size, n_shuffles, seed):
-    """The real (unshuffled) score counted as the first of the shuffles."""
-    out = contract_10.learner_report(tokens, V, E, bin_size, n_shuffles - 1, seed) if n_shuffles > 2 else None
-    full = contract_10.learner_report(tokens, V, E, bin_size, n_shuffles, seed)
-    if out is None:
-        return full
-    base = (out["baseline"] * (n_shuffles - 1) + out["cka"]) / n_shuffles
-    return {**full, "baseline": base, "excess": out["cka"] - base}
+    """The real (unshuffled) score counted as the first of the shuffles: n - 1 drawn, plus the real one."""
+    fewer = contract_10.learner_report(tokens, V, E, bin_size, max(n_shuffles - 1, 1), seed)
+    base = (fewer["baseline"] * (n_shuffles - 1) + fewer["cka"]) / n_shuffles
+    return {**contract_10.learner_report(tokens, V, E, bin_size, n_shuffles, seed), "baseline": base, "excess": fewer["cka"] - base}
 
 
 def report_unseen_ids_dropped(tokens, V, E, bin_size, n_shuffles, seed):
