@@ -18,7 +18,8 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor, nn
 
-from ctxlab import mlp_step
+from ctxlab import attention_step, mlp_step
+from ctxlab.attention_step import per_model
 from ctxlab.env import init_jitter
 from ctxlab.validate import integer, nonempty, token_ids
 
@@ -85,12 +86,6 @@ def one_hot_embed(x: Tensor, table: Tensor) -> Tensor:
     if one_hot.ndim == 3:
         return torch.einsum("nlv,kvd->knld", one_hot, table)
     return torch.einsum("knlv,kvd->knld", one_hot, table)
-
-
-def per_model(t: Tensor, w: Tensor) -> Tensor:
-    """t [K, ..., a] times each model's own w [K, a, b]: [K, ..., b], as one matmul per model (a
-    broadcast ``t @ w[:, None]`` would run one tiny product per sequence, many times slower on a CPU)."""
-    return (t.reshape(t.shape[0], -1, t.shape[-1]) @ w).reshape(*t.shape[:-1], w.shape[-1])
 
 
 def first_layer(x: Tensor, table: Tensor, w1: Tensor) -> Tensor:
@@ -183,7 +178,12 @@ class EmbAttention(Ensemble):
     ``uniform_attention`` (one bool, or one per model) freezes every attention weight at 1/L (W_Q and
     W_K get no gradient): the same model reduced to a bag of context, the baseline that shows what
     attention adds; one ensemble can hold both kinds.
+    On a CPU a GELU model with the MLP head and no LayerNorm trains through the written-out step of
+    :mod:`ctxlab.attention_step` (the same numbers up to the order of float sums); ``written_out = False``
+    keeps autograd's generic path, to compare against.
     """
+
+    written_out = True
 
     def __init__(
         self,
@@ -245,6 +245,9 @@ class EmbAttention(Ensemble):
         return attn
 
     def forward(self, x: Tensor) -> Tensor:
+        if self.written_out and attention_step.fits(self.embedding, self.activation, self.layernorm, self.mlp):
+            _check_tokens(x, self.vocab_size, self.seq_len)
+            return attention_step.gelu_attention(self, x)
         h = self._inputs(x)
         queries = h if self.readout == "mean" else h[:, :, -1:]  # a last-position read-out needs one query
         r = self._weights(queries, h) @ per_model(h, self.w_v)

@@ -1,4 +1,4 @@
-"""The written-out Emb-MLP step computes autograd's numbers, and the course's CPU habits defer to the user."""
+"""The written-out Emb-MLP and Emb-Attention steps compute autograd's numbers, and the course's CPU habits defer to the user."""
 
 import os
 import subprocess
@@ -7,9 +7,10 @@ import sys
 import pytest
 import torch
 
-from ctxlab import cpu, mlp_step
-from ctxlab.models import EmbMLP
-from ctxlab.tasks import hierarchy_task
+from ctxlab import attention_step, cpu, mlp_step
+from ctxlab.attention_exp import POINTER_TASK, attention_model
+from ctxlab.models import EmbAttention, EmbMLP
+from ctxlab.tasks import hierarchy_task, pointer_task
 from ctxlab.train import cross_entropy, train
 
 
@@ -63,6 +64,63 @@ def test_the_embedding_alone_can_be_trained_through_the_written_out_step():
     model.w1.requires_grad_(False)
     cross_entropy(model(task.population.x), task.population).sum().backward()
     assert model.w1.grad is None and model.embedding.grad is not None and float(model.embedding.grad.abs().sum()) > 0
+
+
+def _attention_pair(dtype, **kwargs):
+    """Two copies of one attention ensemble (one model with attention frozen at 1/L): written out, generic."""
+    models = [EmbAttention(9, 5, 3, d=8, d_head=6, hidden=16, gamma=[0.5, 1.0, 0.7], seed=[0, 1, 2],
+                           uniform_attention=[False, True, False], **kwargs).to(dtype) for _ in range(2)]
+    models[1].written_out = False
+    return models
+
+
+@pytest.mark.parametrize("residual", [False, True])
+@pytest.mark.parametrize("readout", ["mean", "last"])
+@pytest.mark.parametrize("per_model_tokens", [False, True])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_written_out_attention_gives_autograds_logits_and_gradients(residual, readout, per_model_tokens, dtype):
+    generator = torch.Generator().manual_seed(1)
+    x = torch.randint(0, 9, (3, 30, 5) if per_model_tokens else (30, 5), generator=generator)
+    y = torch.randn(3, 30, 3, generator=generator, dtype=dtype)
+    results = []
+    for model in _attention_pair(dtype, residual=residual, readout=readout):
+        logits = model(x)
+        (logits * y).sum().backward()
+        results.append((logits.detach(), {name: p.grad for name, p in model.named_parameters()}))
+    tol = 1e-6 if dtype == torch.float32 else 1e-12
+    torch.testing.assert_close(results[0][0], results[1][0], rtol=tol, atol=tol)
+    for name, generic in results[1][1].items():
+        torch.testing.assert_close(results[0][1][name], generic, rtol=10 * tol, atol=tol * float(generic.abs().max()),
+                                   msg=lambda m, name=name: f"{name}: {m}")
+    assert float(results[0][1]["w_q"][1].abs().max()) == 0.0  # frozen attention: no gradient to W_Q
+
+
+def test_written_out_attention_is_used_only_where_it_computes_the_model():
+    table = torch.zeros(1, 4, 2)
+    assert attention_step.fits(table, "gelu", layernorm=False, mlp=True)
+    assert not attention_step.fits(table, "tanh", layernorm=False, mlp=True)
+    assert not attention_step.fits(table, "gelu", layernorm=True, mlp=True)
+    assert not attention_step.fits(table, "gelu", layernorm=False, mlp=False)
+    assert not attention_step.fits(table.to("meta"), "gelu", layernorm=False, mlp=True)
+
+
+def test_lesson_07s_run_has_the_generic_loops_loss_curve():
+    task = pointer_task(**POINTER_TASK)
+    curves = []
+    for written_out in (True, False):
+        model = attention_model(task, gamma=[1.0, 1.0], seed=[0, 0], uniform=[False, True])
+        model.written_out = written_out
+        curves.append(train(model, task.population, 400, lr=0.08, record_every=10, progress=False).loss)
+    assert float((curves[0] - curves[1]).abs().max()) < 1e-5
+
+
+def test_the_attention_embedding_alone_can_be_trained_through_the_written_out_step():
+    task = pointer_task(**POINTER_TASK)
+    model = attention_model(task, gamma=1.0, seed=0)
+    for name, p in model.named_parameters():
+        p.requires_grad_(name == "embedding")
+    cross_entropy(model(task.population.x), task.population).sum().backward()
+    assert model.w_q.grad is None and float(model.embedding.grad.abs().sum()) > 0
 
 
 def test_one_thread_on_small_machines_and_never_more_than_the_usable_cpus():
