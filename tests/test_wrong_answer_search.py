@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 import torch
-from contracts import contract_01, contract_03, contract_10, contract_13, contract_14, contract_15, contract_16
+from contracts import contract_01, contract_02, contract_03, contract_09, contract_10, contract_13, contract_14, contract_15, contract_16
 from contracts import strategies as S
 from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
@@ -37,6 +37,7 @@ from ctxlab import checks
 from ctxlab.align import cka
 from ctxlab.checks.core import as_float, as_ints, as_tensor, integer_equal, number_close, tensor_close
 from ctxlab.checks.lesson03 import dwell_reference, longest_wait_reference, rise_and_end_reference, stair_onsets_reference
+from ctxlab.checks.lesson09 import bigram_counts, bigram_table
 from ctxlab.checks.lesson10 import signature_from_counts
 from ctxlab.checks.lesson10_build import frequency_report_reference, report_differs
 from ctxlab.checks.lesson13 import classes_of, knn_overlap, same_partition, shared_count
@@ -70,6 +71,37 @@ def _greedy(matrix: Tensor, same: Callable[[Tensor, Tensor], bool]) -> list[int]
         ids.append(match[0] if match else len(reps))
         reps += [] if match else [row]
     return ids
+
+
+def cka_centred_over_features(E, S):
+    """Each token's mean coordinate subtracted (rows centred), not each coordinate's mean over tokens."""
+    return contract_02.uncentred_cka(E - E.mean(1, keepdim=True), S - S.mean(1, keepdim=True))
+
+
+def cka_centred_by_one_mean(E, S):
+    """One overall mean subtracted from every entry, not a mean per column."""
+    return contract_02.uncentred_cka(E - E.mean(), S - S.mean())
+
+
+def bigram_alpha_once_per_row(tokens, V, alpha):
+    """alpha added to each count, but only once (not V times) to the row's total."""
+    counts = bigram_counts(tokens, V)
+    return (counts + alpha) / (counts.sum(1, keepdim=True) + alpha)
+
+
+def bigram_both_directions(tokens, V, alpha):
+    """Each pair counted as (a, b) and as (b, a)."""
+    counts = bigram_counts(tokens, V)
+    counts = counts + counts.T + alpha
+    return counts / counts.sum(1, keepdim=True)
+
+
+def bigram_unseen_rows_zero(tokens, V, alpha):
+    """Smoothing only in rows whose token has a successor; the others left at zero."""
+    counts = bigram_counts(tokens, V)
+    seen = counts.sum(1, keepdim=True) > 0
+    smoothed = (counts + alpha) / (counts + alpha).sum(1, keepdim=True)
+    return torch.where(seen, smoothed, 0.0)
 
 
 def rows_isclose_default_rtol(matrix, atol):
@@ -172,6 +204,26 @@ def bin_ids_at_any_position(logits, data, ids):
 
 
 # --- plain-Python readings of the exercise texts (the oracles) ----------------------------------
+
+
+def cka_oracle(E, S):
+    def centred_gram(M):
+        rows = M.double().tolist()
+        means = [sum(col) / len(rows) for col in zip(*rows)]
+        c = [[v - mu for v, mu in zip(r, means)] for r in rows]
+        return [[sum(a * b for a, b in zip(u, w)) for w in c] for u in c]
+
+    ge, gs = centred_gram(E), centred_gram(S)
+    inner = lambda a, b: sum(x * y for ra, rb in zip(a, b) for x, y in zip(ra, rb))  # noqa: E731
+    return inner(ge, gs) / math.sqrt(inner(ge, ge) * inner(gs, gs))
+
+
+def bigram_oracle(tokens, V, alpha):
+    ids = tokens.tolist()
+    counts = [[0] * V for _ in range(V)]
+    for a, b in zip(ids, ids[1:]):
+        counts[a][b] += 1
+    return torch.tensor([[(c + alpha) / (sum(row) + V * alpha) for c in row] for row in counts], dtype=torch.float64)
 
 
 def rows_oracle(matrix, atol):
@@ -358,6 +410,11 @@ class Spec:
 
 
 SPECS = {
+    "check_02_linear_cka": Spec(
+        checks.check_02_linear_cka, S.cka_inputs(), lambda E, S_: float(cka(E, S_)),
+        lambda g, w: number_close(1e-6)(g, w) is None, cka_oracle,
+        {"rows centred (over features), not columns": cka_centred_over_features,
+         "one overall mean subtracted": cka_centred_by_one_mean}),
     "check_01_distinct_rows": Spec(
         checks.check_01_distinct_rows, S.grouped_rows(), checks.count_distinct_rows,
         lambda g, w: integer_equal()(g, w) is None, rows_oracle,
@@ -376,6 +433,11 @@ SPECS = {
         checks.check_03_longest_wait, S.wait_ensembles(), longest_wait_reference, _same_gamma, wait_oracle,
         {"sum over seeds instead of the mean": wait_summed_over_seeds,
          "never counted as steps[-1], not steps[-1] + 1": wait_never_as_last_step}),
+    "check_09_bigram_table": Spec(
+        checks.check_09_bigram_table, S.bigram_inputs(), bigram_table, _tensors(1e-5), bigram_oracle,
+        {"alpha added once to the row total, not V times": bigram_alpha_once_per_row,
+         "pairs counted both ways": bigram_both_directions,
+         "rows of tokens with no successor left at zero": bigram_unseen_rows_zero}),
     "check_10_frequency_report": Spec(
         checks.check_10_frequency_report, S.report_inputs(), frequency_report_reference,
         lambda g, w: report_differs(g, w) is None, contract_10.learner_report,
@@ -404,7 +466,7 @@ SPECS = {
                               _tensors(1e-4), bin_oracle, {"ids matched at any position": bin_ids_at_any_position}),
 }
 
-CONTRACTS = {row.check.__name__: row for module in (contract_01, contract_03, contract_10, contract_13, contract_14, contract_15, contract_16)
+CONTRACTS = {row.check.__name__: row for module in (contract_01, contract_02, contract_03, contract_09, contract_10, contract_13, contract_14, contract_15, contract_16)
              for row in module.CONTRACT}
 
 # (check, wrong answer) -> why the check accepts it and the case that would catch it (each verified to

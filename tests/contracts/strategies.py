@@ -214,7 +214,30 @@ def rung_inputs(draw) -> tuple:
     return steps, torch.tensor(values, dtype=dtype) / 64, level / 64
 
 
-# --- embeddings and codes (sets 13 and 14) -------------------------------------------------------
+# --- embeddings, signatures and codes (sets 02, 13 and 14) -------------------------------------
+
+
+@st.composite
+def cka_inputs(draw) -> tuple:
+    """(E [V, d], S [V, m]), V >= 3 (as the library asks): E independent of S, a noisy linear image of
+    it, or S itself; each with its columns shifted by offsets up to 10 (or not) and scaled by 1e-3 to
+    1e3; float64. Only pairs whose token-centred columns are not all zero (CKA defined) are kept."""
+    V, d, m = draw(st.integers(3, 12)), draw(st.integers(1, 6)), draw(st.integers(1, 6))
+    g = _generator(draw)
+    S = torch.randn(V, m, generator=g, dtype=torch.float64)
+    kind = draw(st.sampled_from(("independent", "image", "same")))
+    if kind == "image":
+        E = S @ torch.randn(m, d, generator=g, dtype=torch.float64) + 0.3 * torch.randn(V, d, generator=g, dtype=torch.float64)
+    else:
+        E = S.clone() if kind == "same" else torch.randn(V, d, generator=g, dtype=torch.float64)
+    out = []
+    for M in (E, S):
+        if draw(st.booleans()):
+            M = M + 10 * torch.rand(M.shape[1], generator=g, dtype=torch.float64)
+        out.append(M * draw(st.sampled_from((1e-3, 1.0, 1e3))))
+    E, S = out
+    assume(all(float((M - M.mean(0)).norm()) > 1e-6 * float(M.norm()) for M in (E, S)))
+    return E, S
 
 
 def _unique_top_k(M: torch.Tensor, k: int) -> bool:
@@ -257,6 +280,21 @@ def code_sizes(draw) -> tuple:
     """(vocab_size, d): V from 1 up (powers of two and V = 1, 2 often), d from ⌈log₂V⌉ (1 for V <= 2)."""
     V = draw(st.one_of(st.sampled_from((1, 2, 3, 4, 8, 16, 32, 64, 128, 256)), st.integers(1, 300)))
     return V, code_width(V) + draw(st.integers(0, 20))
+
+
+# --- token streams (set 09) -----------------------------------------------------------------------
+
+
+@st.composite
+def bigram_inputs(draw) -> tuple:
+    """(tokens [n], V, alpha), n >= 2: streams over V = 1 to 8 ids, some ids never seen or seen only as
+    the last token (no successor), repeats and runs of one id; alpha from 1e-3 to 2.5."""
+    V = draw(st.integers(1, 8))
+    tokens = draw(st.lists(st.integers(0, V - 1), min_size=2, max_size=40))
+    if V > 1 and draw(st.booleans()):  # the last token occurs nowhere else: its row has no counts
+        tokens = [t for t in tokens if t != V - 1] + [V - 1]
+        assume(len(tokens) >= 2)
+    return torch.tensor(tokens), V, draw(st.sampled_from((1e-3, 0.1, 0.5, 1.0, 2.5)))
 
 
 # --- sigmoid curves (set 15) ---------------------------------------------------------------------
