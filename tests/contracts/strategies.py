@@ -217,6 +217,16 @@ def rung_inputs(draw) -> tuple:
 # --- embeddings, signatures and codes (sets 02, 13 and 14) -------------------------------------
 
 
+def _partner(draw, g: torch.Generator, A: torch.Tensor, n: int, noise: float) -> torch.Tensor:
+    """A matrix [V, n] beside A [V, m]: independent of it, a linear image of it plus ``noise`` times
+    Gaussian noise, or A itself (then with A's m columns)."""
+    kind = draw(st.sampled_from(("independent", "image", "same")))
+    V, m = A.shape
+    if kind == "image":
+        return A @ torch.randn(m, n, generator=g, dtype=torch.float64) + noise * torch.randn(V, n, generator=g, dtype=torch.float64)
+    return A.clone() if kind == "same" else torch.randn(V, n, generator=g, dtype=torch.float64)
+
+
 @st.composite
 def cka_inputs(draw) -> tuple:
     """(E [V, d], S [V, m]), V >= 3 (as the library asks): E independent of S, a noisy linear image of
@@ -225,11 +235,7 @@ def cka_inputs(draw) -> tuple:
     V, d, m = draw(st.integers(3, 12)), draw(st.integers(1, 6)), draw(st.integers(1, 6))
     g = _generator(draw)
     S = torch.randn(V, m, generator=g, dtype=torch.float64)
-    kind = draw(st.sampled_from(("independent", "image", "same")))
-    if kind == "image":
-        E = S @ torch.randn(m, d, generator=g, dtype=torch.float64) + 0.3 * torch.randn(V, d, generator=g, dtype=torch.float64)
-    else:
-        E = S.clone() if kind == "same" else torch.randn(V, d, generator=g, dtype=torch.float64)
+    E = _partner(draw, g, S, d, noise=0.3)
     out = []
     for M in (E, S):
         if draw(st.booleans()):
@@ -256,11 +262,7 @@ def knn_inputs(draw) -> tuple:
     k, m, n = draw(st.integers(1, V - 1)), draw(st.integers(1, 4)), draw(st.integers(1, 4))
     g = _generator(draw)
     A = torch.randn(V, m, generator=g, dtype=torch.float64)
-    kind = draw(st.sampled_from(("independent", "image", "same")))
-    if kind == "image":
-        B = A @ torch.randn(m, n, generator=g, dtype=torch.float64) + 0.5 * torch.randn(V, n, generator=g, dtype=torch.float64)
-    else:
-        B = A.clone() if kind == "same" else torch.randn(V, n, generator=g, dtype=torch.float64)
+    B = _partner(draw, g, A, n, noise=0.5)
     out = []
     for M in (A, B):
         for _ in range(draw(st.integers(0, 2))):
