@@ -37,7 +37,7 @@ from ctxlab import checks
 from ctxlab.align import cka
 from ctxlab.checks.core import as_float, as_ints, as_tensor, integer_equal, number_close, tensor_close
 from ctxlab.checks.lesson03 import dwell_reference, longest_wait_reference, rise_and_end_reference, stair_onsets_reference
-from ctxlab.checks.lesson09 import bigram_counts, bigram_table
+from ctxlab.checks.lesson09 import bigram_counts, bigram_table, closest_steps
 from ctxlab.checks.lesson10 import signature_from_counts
 from ctxlab.checks.lesson10_build import frequency_report_reference, report_differs
 from ctxlab.checks.lesson13 import classes_of, knn_overlap, same_partition, shared_count
@@ -102,6 +102,11 @@ def bigram_unseen_rows_zero(tokens, V, alpha):
     seen = counts.sum(1, keepdim=True) > 0
     smoothed = (counts + alpha) / (counts + alpha).sum(1, keepdim=True)
     return torch.where(seen, smoothed, 0.0)
+
+
+def closest_after_record_0(steps, kl):
+    """Record 0 (the init) skipped, as if it could not be the closest."""
+    return steps[1:][kl[:, 1:].argmin(-1)] if kl.shape[1] > 1 else steps[:1].expand(kl.shape[0])
 
 
 def rows_isclose_default_rtol(matrix, atol):
@@ -224,6 +229,13 @@ def bigram_oracle(tokens, V, alpha):
     for a, b in zip(ids, ids[1:]):
         counts[a][b] += 1
     return torch.tensor([[(c + alpha) / (sum(row) + V * alpha) for c in row] for row in counts], dtype=torch.float64)
+
+
+def closest_oracle(steps, kl):
+    out = []
+    for row in kl.tolist():
+        out.append(steps.tolist()[row.index(min(row))])  # list.index: the earliest of tied minima
+    return torch.tensor(out)
 
 
 def rows_oracle(matrix, atol):
@@ -438,6 +450,9 @@ SPECS = {
         {"alpha added once to the row total, not V times": bigram_alpha_once_per_row,
          "pairs counted both ways": bigram_both_directions,
          "rows of tokens with no successor left at zero": bigram_unseen_rows_zero}),
+    "check_09_closest_step": Spec(
+        checks.check_09_closest_step, S.kl_records(), closest_steps, _tensors(0.5), closest_oracle,
+        {"record 0 skipped": closest_after_record_0}),
     "check_10_frequency_report": Spec(
         checks.check_10_frequency_report, S.report_inputs(), frequency_report_reference,
         lambda g, w: report_differs(g, w) is None, contract_10.learner_report,

@@ -299,6 +299,18 @@ def bigram_inputs(draw) -> tuple:
     return torch.tensor(tokens), V, draw(st.sampled_from((1e-3, 0.1, 0.5, 1.0, 2.5)))
 
 
+@st.composite
+def kl_records(draw) -> tuple:
+    """(steps [T], kl [K, T]): T = 1 to 12 recorded steps, strictly increasing, evenly spaced from 0 or
+    not; K = 1 to 4 models; KL values on a coarse grid, so that a model's smallest KL is often reached
+    at several recorded steps."""
+    T, K = draw(st.integers(1, 12)), draw(st.integers(1, 4))
+    gaps = draw(st.lists(st.integers(1, 50), min_size=T, max_size=T))
+    steps = torch.tensor(gaps).cumsum(0) - (gaps[0] if draw(st.booleans()) else 0)
+    values = draw(st.lists(st.sampled_from((0.0, 0.05, 0.1, 0.3, 1.0, 2.5)), min_size=K * T, max_size=K * T))
+    return steps, torch.tensor(values, dtype=torch.float64).reshape(K, T)
+
+
 # --- sigmoid curves (set 15) ---------------------------------------------------------------------
 
 
