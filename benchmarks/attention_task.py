@@ -3,7 +3,7 @@
 For each n_ctx asked for, trains lesson 07's attention model (``ATTENTION_MODEL``: d 16, hidden 64,
 GELU head, a residual, the prediction read at the key's position; gamma 1, full-batch plain GD) at
 several learning rates and seeds in one batch, and prints, per run, what the acceptance of issue 14
-reads: the dwell on each level (tolerance 0.02), the largest rise after leaving ln C and where it
+reads: the dwell on each level (the course's tolerance, 0.01), the largest rise after leaving ln C and where it
 happens, the end minus H(Y | key, x_p), the largest |attention - 1/L| while the loss is on H(Y | key),
 and the attention to the named position at the end. ``--plain`` trains the plain block instead
 (no residual, logits averaged over positions), to see what the residual and the read-out change.
@@ -20,8 +20,8 @@ import time
 
 import torch
 
-from ctxlab.attention_exp import ATTENTION_PROFILES, LR, POINTER_TASK, TOL, attention_model, attention_on_rung
-from ctxlab.rungs import measure_rungs
+from ctxlab.attention_exp import ATTENTION_PROFILES, LR, POINTER_TASK, attention_model, attention_on_rung
+from ctxlab.rungs import TOL, measure_rungs
 from ctxlab.tasks import pointer_task
 from ctxlab.theory import target_attention
 from ctxlab.train import train

@@ -16,7 +16,7 @@ import torch
 
 from ctxlab.env import profile as current_profile
 from ctxlab.models import ensemble_grid, make_model
-from ctxlab.rungs import Rungs, measure_rungs
+from ctxlab.rungs import TOL, Rungs, measure_rungs
 from ctxlab.tasks import Task, pointer_task
 from ctxlab.theory import key_attention_map, target_attention
 from ctxlab.train import Trajectory, train
@@ -38,7 +38,7 @@ ATTENTION_PROFILES = {
 }
 LEVEL_NAMES = ("H(Y)", "H(Y | key)", "H(Y | key, x_p)")
 BAG_NAME = "H(Y | key, bag)"
-TOL = 0.02  # nats: "on a rung" and "ends on it"
+BAND = 0.02  # attention within 1/L ± BAND counts as uniform (the loss's tolerance is the course's TOL, 0.01 nats)
 
 
 def partial_name(task: Task) -> str:
@@ -142,7 +142,7 @@ class AttentionResult:
             "seq_len": self.task.seq_len,
             "levels": [{"order": k, "name": n, "loss": round(h, 6)} for k, (n, h) in enumerate(zip(LEVEL_NAMES, self.levels))],
             "bag_level": {"name": BAG_NAME, "loss": round(info["bag_level"], 6)},
-            "tolerance": TOL,
+            "tolerance": TOL, "attention_band": BAND,
             "training": {"optimizer": "gd", **self.settings},
             "runs": runs, "baseline_runs": base, "seconds": round(self.seconds, 2),
         }

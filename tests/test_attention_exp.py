@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shlex
 
@@ -12,7 +13,7 @@ from ctxlab.attention_exp import attention_on_rung
 from ctxlab.cli import main
 from ctxlab.models import make_model
 from ctxlab.tasks import pointer_task
-from ctxlab.theory import target_attention
+from ctxlab.theory import misread_keys, target_attention
 
 
 def test_pointer_task_labels_levels_and_bag_floor():
@@ -35,6 +36,37 @@ def test_pointer_task_labels_levels_and_bag_floor():
     # k of the 3 positions read, the others only the bag: each position's keys are a third of the data
     bag = task.info["bag_level"]
     assert task.info["partial_levels"] == pytest.approx([bag + k / 3 * (h2 - bag) for k in (1, 2)], abs=1e-9)
+
+
+class _FixedAttention:
+    """A stand-in model whose key row of attention is set per key token: [K, N, L, L]."""
+
+    def __init__(self, task, peaks: list[dict[int, int]]):
+        x = task.population.x
+        n, L = x.shape
+        self.embedding = torch.zeros(len(peaks), 1)
+        self.attn = torch.full((len(peaks), n, L, L), 1.0 / L)
+        for k, peak in enumerate(peaks):
+            for row, token in enumerate(x[:, -1].tolist()):
+                where = peak.get(token, int(task.info["target_position"][row]))
+                self.attn[k, row, -1] = 0.1 / (L - 1)
+                self.attn[k, row, -1, where] = 0.9
+
+    def attention(self, x):
+        return self.attn
+
+
+def test_misread_keys_names_keys_whose_attention_peaks_elsewhere():
+    task = pointer_task(n_ctx=3)
+    keys = task.population.x[:, -1].unique().tolist()  # key token t names position (t - 2) % 3
+    model = _FixedAttention(task, [{}, {keys[0]: 1, keys[5]: 1}, {keys[2]: 2}])  # keys[2] names 2: read right
+    found = misread_keys(model, task)
+    assert found[0] == {} and found[2] == {}
+    assert set(found[1]) == {task.token_names[keys[0]], task.token_names[keys[5]]}
+    row = found[1][task.token_names[keys[0]]]
+    assert len(row) == 3 and row[1] == pytest.approx(0.9) and row[0] == pytest.approx(0.1 / 3)
+    with pytest.raises(ValueError, match="pointer task"):
+        misread_keys(model, dataclasses.replace(task, info={}))
 
 
 def test_target_attention_split_by_position():

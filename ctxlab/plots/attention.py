@@ -6,7 +6,9 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from ctxlab.attention_exp import BAND
 from ctxlab.plots.style import SEED_COLORS, label_levels
+from ctxlab.rungs import TOL
 
 
 def label_side_levels(ax, side_levels) -> None:
@@ -23,7 +25,7 @@ def attention_figure(result, gammas=None) -> Figure:
     same model with attention frozen uniform (thick and pale, drawn underneath: where the two agree
     the thin line runs inside the pale one), against the labelled levels, the bag's floor and the loss
     with all but one position read (dotted). Middle: the attention from the key to the position it
-    names, with the band 1/L ± tol.
+    names, with the band 1/L ± BAND.
     Bottom: ‖W_Q W_Kᵀ‖ (log scale).
 
     ``result`` is a :class:`ctxlab.attention_exp.AttentionResult`.
@@ -33,7 +35,7 @@ def attention_figure(result, gammas=None) -> Figure:
         raise ValueError(f"gammas {gammas} must be among the run's {sorted(set(result.gammas))}")
     fig, axes = plt.subplots(3, len(gammas), figsize=(5.2 * len(gammas) + 1.4, 7.8), sharex="col", squeeze=False)
     steps = result.trained.steps.numpy()
-    L, tol = result.task.seq_len, result.reads[0].tol if result.reads[0] is not None else 0.02
+    L = result.task.seq_len
     for col, g in enumerate(gammas):
         top, middle, bottom = axes[:, col]
         for k in [k for k, gk in enumerate(result.gammas) if gk == g]:
@@ -45,7 +47,7 @@ def attention_figure(result, gammas=None) -> Figure:
         label_levels(top, result.levels, result.level_names)
         label_side_levels(top, result.side_levels)
         top.set_title(f"γ = {g:g}   thin: attention learned; thick, pale: attention frozen at 1/L", fontsize=9)
-        middle.axhspan(1 / L - tol, 1 / L + tol, color="grey", alpha=0.2, lw=0, label=f"1/L ± {tol:g}")
+        middle.axhspan(1 / L - BAND, 1 / L + BAND, color="grey", alpha=0.2, lw=0, label=f"1/L ± {BAND:g}")
         middle.set_ylim(0, 1)
         bottom.set_xlabel("gradient-descent step")
         bottom.xaxis.set_major_locator(MaxNLocator(5))
@@ -60,23 +62,23 @@ def attention_figure(result, gammas=None) -> Figure:
 
 def attention_by_position_figure(result, gamma: float = 1.0) -> Figure:
     """One panel per seed at ``gamma``: the attention from the key to the position it names, split by
-    that position (one line each), with the band 1/L ± tol, and shaded where the loss rests within
-    tol of the level with all but one position read."""
+    that position (one line each), with the band 1/L ± BAND, and shaded where the loss is within
+    the course's TOL (0.01) of the level with all but one position read."""
     runs = [k for k, g in enumerate(result.gammas) if g == float(gamma)]
     if not runs:
         raise ValueError(f"gamma {gamma} is not among the run's {sorted(set(result.gammas))}")
     fig, axes = plt.subplots(1, len(runs), figsize=(4.2 * len(runs), 3.0), sharey=True, squeeze=False)
     steps = result.trained.steps.numpy()
-    L, tol = result.task.seq_len, result.reads[runs[0]].tol
+    L = result.task.seq_len
     for ax, k in zip(axes[0], runs):
         by_position = result.trained.extras["attention_by_position"][k].numpy()
         for p, style in zip(range(by_position.shape[1]), ("-", "--", ":", "-.")):
             ax.plot(steps, by_position[:, p], color=SEED_COLORS[result.seeds[k] % len(SEED_COLORS)], ls=style, lw=1.4,
                     label=f"key names position {p}")
-        ax.axhspan(1 / L - tol, 1 / L + tol, color="grey", alpha=0.2, lw=0)
-        on = (result.trained.loss[k] - result.partial_level).abs().numpy() <= tol
+        ax.axhspan(1 / L - BAND, 1 / L + BAND, color="grey", alpha=0.2, lw=0)
+        on = (result.trained.loss[k] - result.partial_level).abs().numpy() <= TOL
         ax.fill_between(steps, 0, 1, where=on, color="gold", alpha=0.3, lw=0,
-                        label=f"loss within {tol:g} of {result.partial_name}")
+                        label=f"loss within {TOL:g} of {result.partial_name}")
         ax.set(title=f"seed {result.seeds[k]}", xlabel="gradient-descent step", ylim=(0, 1))
     axes[0, 0].set_ylabel("attention: key → the\nposition it names")
     axes[0, 0].legend(loc="upper left", fontsize=7)

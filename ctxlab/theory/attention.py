@@ -39,6 +39,24 @@ def key_attention_map(task) -> Callable[[object], Tensor]:
     return probe
 
 
+def misread_keys(model, task) -> list[dict[str, list[float]]]:
+    """Per model, the key tokens of a pointer task whose attention (the mean over their sequences)
+    peaks on a context position other than the one they name, each with that attention over the
+    context positions: attention that has moved, but to the wrong place."""
+    x, named = task.population.x, task.info.get("target_position")
+    if named is None:
+        raise ValueError("needs a pointer task, with info['target_position'] (see pointer_task)")
+    with torch.no_grad():
+        attn = model.attention(x.to(model.embedding.device))[:, :, -1, :-1].double().cpu()  # [K, N, n_ctx]
+    found = [{} for _ in range(attn.shape[0])]
+    for token in x[:, -1].unique().tolist():
+        rows = x[:, -1] == token
+        mean = attn[:, rows].mean(1)  # [K, n_ctx]
+        for k in (mean.argmax(-1) != named[rows][0]).nonzero().flatten().tolist():
+            found[k][task.token_names[token]] = mean[k].tolist()
+    return found
+
+
 def target_attention(task, by_position: bool = False) -> Callable[[object], Tensor]:
     """A ``train`` probe: mean over sequences of attn[query = the key (last position), key = the
     position it names] for a pointer task; returns [K], 1/L while uniform. ``by_position=True``: the

@@ -123,11 +123,13 @@ def draw_attention(sweep: AttentionSweep, gamma_index: int, step_index: int, see
         for k in range(L):
             ax_map.text(k, q, f"{attn[q, k]:.2f}", ha="center", va="center", fontsize=8,
                         color="white" if attn[q, k] < 0.6 else "black")
-    ax_map.set_xticks(range(L), [f"x{i + 1}" for i in range(L)])
-    ax_map.set_yticks(range(R), [f"x{i + 1}" for i in range(R)])
-    if sweep.pointer:
+    if sweep.pointer:  # positions counted from 0, as the key tokens name them (k3→0 points at position 0)
+        ax_map.set_xticks(range(L), [str(i) for i in range(L - 1)] + ["key"])
+        ax_map.set_yticks(range(R), [str(i) for i in range(R)])
         ax_map.set(xlabel="attended position", ylabel="the key names", title=f"the key's attention, step {step}")
     else:
+        ax_map.set_xticks(range(L), [f"x{i + 1}" for i in range(L)])
+        ax_map.set_yticks(range(R), [f"x{i + 1}" for i in range(R)])
         ax_map.set(xlabel="key position", ylabel="query position", title=f"mean attention, step {step}")
 
     low, high = min(sweep.levels), max(sweep.levels)
