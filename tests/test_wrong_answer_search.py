@@ -26,7 +26,8 @@ from typing import Any
 
 import pytest
 import torch
-from contracts import contract_01, contract_02, contract_03, contract_09, contract_10, contract_13, contract_14, contract_15, contract_16
+from contracts import (contract_01, contract_02, contract_03, contract_07, contract_08, contract_09, contract_10, contract_13, contract_14,
+                       contract_15, contract_16)
 from contracts import strategies as S
 from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
@@ -37,7 +38,9 @@ from ctxlab import checks
 from ctxlab.align import cka
 from ctxlab.checks.core import as_float, as_ints, as_tensor, integer_equal, number_close, tensor_close
 from ctxlab.checks.lesson03 import dwell_reference, longest_wait_reference, rise_and_end_reference, stair_onsets_reference
-from ctxlab.checks.lesson09 import bigram_counts, bigram_table, closest_steps
+from ctxlab.checks.lesson07 import leaves_uniform
+from ctxlab.checks.lesson08 import layernorm_norms_reference
+from ctxlab.checks.lesson09 import bigram_counts, bigram_table, closest_steps, kl_to_bigram
 from ctxlab.checks.lesson10 import signature_from_counts
 from ctxlab.checks.lesson10_build import frequency_report_reference, report_differs
 from ctxlab.checks.lesson13 import classes_of, knn_overlap, same_partition, shared_count
@@ -107,6 +110,56 @@ def bigram_unseen_rows_zero(tokens, V, alpha):
 def closest_after_record_0(steps, kl):
     """Record 0 (the init) skipped, as if it could not be the closest."""
     return steps[1:][kl[:, 1:].argmin(-1)] if kl.shape[1] > 1 else steps[:1].expand(kl.shape[0])
+
+
+def leaves_one_over_context(steps, weights, L, tol=0.01):
+    """1/L taken over the context positions only: 1/(L - 1)."""
+    return leaves_uniform(steps, weights, L - 1, tol) if L > 1 else leaves_uniform(steps, weights, L, tol)
+
+
+def leaves_by_change(steps, weights, L, tol=0.01):
+    """A jump of more than tol between records (the first record against 1/L), not a distance from 1/L."""
+    w = torch.as_tensor(weights, dtype=torch.float64)
+    jumps = torch.cat([w[:, :1] - 1.0 / L, w.diff(dim=-1)], dim=-1)
+    return leaves_uniform(steps, 1.0 / L + jumps, L, tol)
+
+
+def leaves_before_last_record(steps, weights, L, tol=0.01):
+    """The last record never looked at (a loop over range(T - 1))."""
+    if weights.shape[-1] < 2:
+        return torch.full((weights.shape[0],), -1)
+    return leaves_uniform(steps[:-1], weights[:, :-1], L, tol)
+
+
+def layernorm_rms(E):
+    """The root mean square of each normalised row (about 1), not its norm (about √d)."""
+    return layernorm_norms_reference(E) / math.sqrt(E.shape[1])
+
+
+def layernorm_centred_over_tokens(E):
+    """Each coordinate's mean over the tokens subtracted, then every row scaled by its own spread."""
+    E = torch.as_tensor(E, dtype=torch.float64)
+    centred = E - E.mean(0, keepdim=True)
+    return (centred / (centred.pow(2).mean(-1, keepdim=True) + 1e-5).sqrt()).norm(dim=-1)
+
+
+def kl_softmax_over_positions(logits, table, x):
+    """log_softmax over the positions (dim 1), not over the vocabulary."""
+    logp = torch.log_softmax(logits.double(), dim=1)
+    return float((logp.exp() * (logp - table.double()[x].log())).sum(-1).mean())
+
+
+def kl_next_token_row(logits, table, x):
+    """The bigram row of the next token, x[t + 1], set beside the prediction at t (the last position dropped)."""
+    if x.shape[1] < 2:
+        return float("nan")
+    return kl_to_bigram(logits[:, :-1], table, x[:, 1:])
+
+
+def kl_mean_over_entries(logits, table, x):
+    """The mean over the vocabulary as well: .mean() of p (log p - log q) without the sum over V."""
+    logp = torch.log_softmax(logits.double(), dim=-1)
+    return float((logp.exp() * (logp - table.double()[x].log())).mean())
 
 
 def rows_isclose_default_rtol(matrix, atol):
@@ -236,6 +289,35 @@ def closest_oracle(steps, kl):
     for row in kl.tolist():
         out.append(steps.tolist()[row.index(min(row))])  # list.index: the earliest of tied minima
     return torch.tensor(out)
+
+
+def leaves_oracle(steps, weights, L, tol=0.01):
+    out = []
+    for row in weights.double().tolist():
+        hits = [s for s, w in zip(steps.tolist(), row) if abs(w - 1.0 / L) > tol]
+        out.append(hits[0] if hits else -1)
+    return torch.tensor(out)
+
+
+def layernorm_oracle(E):
+    out = []
+    for row in E.double().tolist():
+        mean = sum(row) / len(row)
+        var = sum((v - mean) ** 2 for v in row) / len(row)
+        out.append(math.sqrt(sum(((v - mean) / math.sqrt(var + 1e-5)) ** 2 for v in row)))
+    return torch.tensor(out, dtype=torch.float64)
+
+
+def kl_oracle(logits, table, x):
+    total, count = 0.0, 0
+    for seq, ids in zip(logits.double().tolist(), x.tolist()):
+        for z, a in zip(seq, ids):
+            top = max(z)
+            logp = [v - top - math.log(sum(math.exp(u - top) for u in z)) for v in z]
+            q = table.double()[a].tolist()
+            total += sum(math.exp(lp) * (lp - math.log(qq)) for lp, qq in zip(logp, q))
+            count += 1
+    return total / count
 
 
 def rows_oracle(matrix, atol):
@@ -445,6 +527,15 @@ SPECS = {
         checks.check_03_longest_wait, S.wait_ensembles(), longest_wait_reference, _same_gamma, wait_oracle,
         {"sum over seeds instead of the mean": wait_summed_over_seeds,
          "never counted as steps[-1], not steps[-1] + 1": wait_never_as_last_step}),
+    "check_07_leaves_uniform": Spec(
+        checks.check_07_leaves_uniform, S.leave_inputs(), leaves_uniform, _tensors(0), leaves_oracle,
+        {"1/L over the context positions only": leaves_one_over_context,
+         "a jump between records, not a distance from 1/L": leaves_by_change,
+         "the last record never looked at": leaves_before_last_record}),
+    "check_08_layernorm_norms": Spec(
+        checks.check_08_layernorm_norms, S.layernorm_tables(), layernorm_norms_reference, _tensors(1e-3), layernorm_oracle,
+        {"the normalised row's RMS, not its norm": layernorm_rms,
+         "centred over the tokens, not over the coordinates": layernorm_centred_over_tokens}),
     "check_09_bigram_table": Spec(
         checks.check_09_bigram_table, S.bigram_inputs(), bigram_table, _tensors(1e-5), bigram_oracle,
         {"alpha added once to the row total, not V times": bigram_alpha_once_per_row,
@@ -453,6 +544,11 @@ SPECS = {
     "check_09_closest_step": Spec(
         checks.check_09_closest_step, S.kl_records(), closest_steps, _tensors(0.5), closest_oracle,
         {"record 0 skipped": closest_after_record_0}),
+    "check_09_kl_to_bigram": Spec(
+        checks.check_09_kl_to_bigram, S.kl_inputs(), kl_to_bigram, lambda g, w: number_close(1e-5)(g, w) is None, kl_oracle,
+        {"log_softmax over the positions": kl_softmax_over_positions,
+         "the next token's bigram row": kl_next_token_row,
+         "a mean over the vocabulary too": kl_mean_over_entries}),
     "check_10_frequency_report": Spec(
         checks.check_10_frequency_report, S.report_inputs(), frequency_report_reference,
         lambda g, w: report_differs(g, w) is None, contract_10.learner_report,
@@ -481,7 +577,8 @@ SPECS = {
                               _tensors(1e-4), bin_oracle, {"ids matched at any position": bin_ids_at_any_position}),
 }
 
-CONTRACTS = {row.check.__name__: row for module in (contract_01, contract_02, contract_03, contract_09, contract_10, contract_13, contract_14, contract_15, contract_16)
+CONTRACTS = {row.check.__name__: row for module in (contract_01, contract_02, contract_03, contract_07, contract_08, contract_09, contract_10, contract_13,
+                                         contract_14, contract_15, contract_16)
              for row in module.CONTRACT}
 
 # (check, wrong answer) -> why the check accepts it and the case that would catch it (each verified to

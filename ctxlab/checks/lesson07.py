@@ -78,6 +78,9 @@ def _leave_cases() -> list[Case]:
     excursion = _curve(T, 5, 40, 0.002) + 0.03 * torch.exp(-(((torch.arange(T) - 9.0) / 1.2) ** 2))
     late = torch.stack([excursion, _curve(T, 5, 20, 0.002), _curve(T, 5, 0, 0.0, 0.004)])
     irregular = torch.cat([torch.arange(100, 1000, 50), torch.arange(1000, 7000, 200)])[:T]
+    at_ends = torch.full((2, T), 0.25, dtype=torch.float64)
+    at_ends[0, -1] += 0.05  # leaves only at the last record
+    at_ends[1, 0] -= 0.05  # only at the first, then back
     specs = [
         ("three seeds, one never leaves (L = 6)", (steps, rising, 6), False),
         ("attention moving *away* from the named position (L = 4)", (steps, falling, 4), True),
@@ -85,6 +88,8 @@ def _leave_cases() -> list[Case]:
         ("tolerance 0.05", (steps * 2, rising, 6, 0.05), True),
         ("leaves the band briefly, comes back, leaves for good later (L = 5)", (steps, late, 5), True),
         ("recorded from step 100, irregularly (L = 5)", (irregular[: late.shape[1]], late[1:], 5), True),
+        ("one model leaves only at the last record, one only at the first (L = 4)", (steps, at_ends, 4), True),
+        ("a single record (L = 4)", (torch.tensor([300]), torch.tensor([[0.25], [0.3]], dtype=torch.float64), 4), True),
     ]  # fmt: skip
     return [Case(label, args, leaves_uniform(*args), hidden) for label, args, hidden in specs]
 
@@ -109,6 +114,8 @@ def check_07_leaves_uniform(fn: Callable[..., Tensor]) -> None:
 
     def evenly_spaced(g: Any, e: Tensor, c: Case) -> bool:
         s = torch.as_tensor(c.args[0])
+        if len(s) < 2:
+            return False
         idx = torch.as_tensor([int((s == v).nonzero()[0]) if v >= 0 else -1 for v in e.tolist()])
         alt = torch.where(idx >= 0, s[0] + idx * (s[1] - s[0]), idx)
         return not torch.equal(alt, e) and all_close(g, alt)
@@ -124,7 +131,14 @@ def check_07_leaves_uniform(fn: Callable[..., Tensor]) -> None:
     def never_as_first_step(g: Any, e: Tensor, c: Case) -> bool:
         return all_close(g, torch.where(e < 0, torch.as_tensor(c.args[0])[0], e)) and bool((e < 0).any())
 
+    def last_record_skipped(g: Any, e: Tensor, c: Case) -> bool:
+        s, w = torch.as_tensor(c.args[0]), torch.as_tensor(c.args[1], dtype=torch.float64)
+        alt = leaves_uniform(s[:-1], w[:, :-1], *c.args[2:]) if len(s) > 1 else torch.full_like(e, -1)
+        return not torch.equal(alt, e) and all_close(g, alt)
+
     diagnoses = [
+        Diagnosis(last_record_skipped, "look at every record, the last one too: a model that first leaves the band at the "
+                                       "final record leaves there"),
         Diagnosis(never_as_first_step, "a model whose attention never leaves the band must get -1: argmax of an all-False row is 0, "
                                        "so check mask.any(-1) first"),
         Diagnosis(for_good, "that is when the weight leaves the band for good; the question asks for the FIRST recorded step "

@@ -284,7 +284,7 @@ def code_sizes(draw) -> tuple:
     return V, code_width(V) + draw(st.integers(0, 20))
 
 
-# --- token streams (set 09) -----------------------------------------------------------------------
+# --- token streams, KL records and model outputs (set 09) ------------------------------------------
 
 
 @st.composite
@@ -309,6 +309,64 @@ def kl_records(draw) -> tuple:
     steps = torch.tensor(gaps).cumsum(0) - (gaps[0] if draw(st.booleans()) else 0)
     values = draw(st.lists(st.sampled_from((0.0, 0.05, 0.1, 0.3, 1.0, 2.5)), min_size=K * T, max_size=K * T))
     return steps, torch.tensor(values, dtype=torch.float64).reshape(K, T)
+
+
+@st.composite
+def kl_inputs(draw) -> tuple:
+    """(logits [N, T, V], table [V, V], x [N, T]) for set 09's KL: N, T = 1 to 5 and V = 1 to 6; logits
+    at a scale from 1e-3 (near uniform) to 8 (near one-hot), in float32 or float64; the table's rows
+    strictly positive probability rows, near uniform or peaked; x any ids."""
+    N, T, V = draw(st.integers(1, 5)), draw(st.integers(1, 5)), draw(st.integers(1, 6))
+    g = _generator(draw)
+    logits = draw(st.sampled_from((1e-3, 0.5, 2.0, 8.0))) * torch.randn(N, T, V, generator=g, dtype=torch.float64)
+    table = torch.softmax(draw(st.sampled_from((0.1, 1.0, 4.0))) * torch.randn(V, V, generator=g, dtype=torch.float64), -1)
+    x = torch.randint(0, V, (N, T), generator=g)
+    dtype = draw(st.sampled_from((torch.float32, torch.float64)))
+    return logits.to(dtype), table.to(dtype), x
+
+
+# --- attention weights over training (set 07) ----------------------------------------------------
+
+
+@st.composite
+def leave_inputs(draw) -> tuple:
+    """(steps [T], weights [K, T], seq_len[, tol]) for set 07's detector: T = 1 to 16 recorded steps,
+    strictly increasing, from 0 or not, evenly spaced or not; K = 1 to 4 models; L = 2 to 8; tol given
+    (1e-4 to 0.2) or left at its default 0.01. Each weight lies a drawn number of tolerances from 1/L,
+    above or below, inside the band or outside it, never within 5% of its edge; float32 or float64."""
+    T, K, L = draw(st.integers(1, 16)), draw(st.integers(1, 4)), draw(st.integers(2, 8))
+    given = draw(st.booleans())
+    tol = draw(st.sampled_from((1e-4, 0.003, 0.02, 0.05, 0.2))) if given else 0.01
+    if draw(st.booleans()):
+        gaps = [draw(st.integers(1, 60))] * T
+    else:
+        gaps = draw(st.lists(st.integers(1, 60), min_size=T, max_size=T))
+    steps = torch.tensor(gaps).cumsum(0) - (gaps[0] if draw(st.booleans()) else 0)
+    units = draw(st.lists(st.sampled_from((0.0, 0.3, -0.6, 0.95, -0.95, 1.05, -1.05, 1.5, -2.0, 4.0)),
+                          min_size=K * T, max_size=K * T))
+    offsets = tol * torch.tensor(units, dtype=torch.float64).reshape(K, T)
+    offsets = offsets.clamp(-1.0 / L, 1.0 - 1.0 / L)  # attention weights stay in [0, 1]
+    assume(bool(((offsets.abs() - tol).abs() > 0.05 * tol).all()))
+    weights = (1.0 / L + offsets).to(draw(st.sampled_from((torch.float32, torch.float64))))
+    return (steps, weights, L, tol) if given else (steps, weights, L)
+
+
+# --- embedding tables (set 08) -------------------------------------------------------------------
+
+
+@st.composite
+def layernorm_tables(draw) -> tuple:
+    """(E [V, d],) for set 08's LayerNorm norms: V = 1 to 12 rows, d = 1 to 64 coordinates; entries at a
+    scale from 1e-5 (variance far below LayerNorm's epsilon) to 10, shifted by a shared offset or not;
+    a constant row (zero variance) and a repeated row drawn on purpose; float32 or float64."""
+    V, d = draw(st.integers(1, 12)), draw(st.integers(1, 64))
+    E = draw(st.sampled_from((1e-5, 1e-3, 0.03, 1.0, 10.0))) * torch.randn(V, d, generator=_generator(draw), dtype=torch.float64)
+    E = E + draw(st.sampled_from((0.0, 0.05, -3.0)))
+    if draw(st.booleans()):
+        E[0] = E[0, 0]
+    if V > 1 and draw(st.booleans()):
+        E[-1] = E[0]
+    return (E.to(draw(st.sampled_from((torch.float32, torch.float64)))),)
 
 
 # --- sigmoid curves (set 15) ---------------------------------------------------------------------
