@@ -26,8 +26,8 @@ from typing import Any
 
 import pytest
 import torch
-from contracts import (contract_01, contract_02, contract_03, contract_07, contract_08, contract_09, contract_10, contract_13, contract_14,
-                       contract_15, contract_16)
+from contracts import (contract_01, contract_02, contract_03, contract_05, contract_07, contract_08, contract_09, contract_10, contract_12,
+                       contract_13, contract_14, contract_15, contract_16)
 from contracts import strategies as S
 from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
@@ -43,11 +43,14 @@ from ctxlab.checks.lesson08 import layernorm_norms_reference
 from ctxlab.checks.lesson09 import bigram_counts, bigram_table, closest_steps, kl_to_bigram
 from ctxlab.checks.lesson10 import signature_from_counts
 from ctxlab.checks.lesson10_build import frequency_report_reference, report_differs
+from ctxlab.checks.lesson05 import switch_on_order_reference
 from ctxlab.checks.lesson13 import classes_of, knn_overlap, same_partition, shared_count
+from ctxlab.composition import line_up
 from ctxlab.dataset import Dataset
 from ctxlab.fixed_codes import binary_codes
 from ctxlab.learning_times import order_losses, token_orders
 from ctxlab.signatures import conditional_entropy, joint
+from ctxlab.theory import fit_growth_rate
 from ctxlab.token_identity import bin_losses, rung_steps
 
 # The search stops at the first input that tells a wrong answer apart; CTXLAB_SEARCH_SHRINK=1 also shrinks it
@@ -160,6 +163,50 @@ def kl_mean_over_entries(logits, table, x):
     """The mean over the vocabulary as well: .mean() of p (log p - log q) without the sum over V."""
     logp = torch.log_softmax(logits.double(), dim=-1)
     return float((logp.exp() * (logp - table.double()[x].log())).mean())
+
+
+def order_without_record_0(steps, a, level):
+    """Record 0 (the init) never looked at, as if a mode could not start at the level."""
+    if len(steps) < 2:
+        return list(range(a.shape[1]))
+    return contract_05.order(steps[1:], a[1:], level)
+
+
+def order_without_last_record(steps, a, level):
+    """The last record never looked at (a loop over range(T - 1))."""
+    if len(steps) < 2:
+        return list(range(a.shape[1]))
+    return contract_05.order(steps[:-1], a[:-1], level)
+
+
+def rate_signed_log(t, a, lo, hi):
+    """ln a, not ln |a|: a mode growing with a negative sign gives NaN."""
+    inside = (t >= lo) & (t <= hi)
+    x, y = t[inside].double(), a[inside].double().log()
+    return float(((x - x.mean()) * (y - y.mean())).sum() / ((x - x.mean()) ** 2).sum())
+
+
+def rate_window_by_index(t, a, lo, hi):
+    """start and stop used as record indices, not steps."""
+    lo_i, hi_i = max(int(math.ceil(lo)), 0), int(math.floor(hi))
+    return contract_05.rate(t[lo_i:hi_i + 1], a[lo_i:hi_i + 1], float(t[lo_i]), float(t[min(hi_i, len(t) - 1)]))
+
+
+def line_up_values_uncentred(E, tokens, values):
+    """The embeddings centred, the values not."""
+    X, v = (E[tokens] - E[tokens].mean(0)).double(), values.double()
+    return float((v @ X).pow(2).sum() / (v @ v) / X.pow(2).sum())
+
+
+def line_up_first_rows(E, tokens, values):
+    """The first n rows of E, not the rows of the listed tokens."""
+    return float(line_up(E, torch.arange(len(tokens)), values))
+
+
+def line_up_per_coordinate(E, tokens, values):
+    """R² of each coordinate on the value, averaged over the coordinates, not pooled."""
+    X, v = (E[tokens] - E[tokens].mean(0)).double(), values.double() - values.double().mean()
+    return float((((v @ X) ** 2 / (v @ v)) / X.pow(2).sum(0).clamp_min(1e-300)).mean())
 
 
 def rows_isclose_default_rtol(matrix, atol):
@@ -318,6 +365,32 @@ def kl_oracle(logits, table, x):
             total += sum(math.exp(lp) * (lp - math.log(qq)) for lp, qq in zip(logp, q))
             count += 1
     return total / count
+
+
+def switch_on_oracle(steps, strengths, level):
+    firsts = []
+    for column in strengths.double().T.tolist():
+        hits = [s for s, v in zip(steps.tolist(), column) if abs(v) >= level]
+        firsts.append(hits[0] if hits else math.inf)
+    return sorted(range(len(firsts)), key=lambda k: (firsts[k], k))
+
+
+def growth_oracle(steps, a, start, stop):
+    pairs = [(float(s), math.log(abs(v))) for s, v in zip(steps.tolist(), a.double().tolist()) if start <= s <= stop]
+    mx, my = sum(p[0] for p in pairs) / len(pairs), sum(p[1] for p in pairs) / len(pairs)
+    return sum((x - mx) * (y - my) for x, y in pairs) / sum((x - mx) ** 2 for x, _ in pairs)
+
+
+def line_up_oracle(E, tokens, values):
+    rows = [E.double()[t].tolist() for t in tokens.tolist()]
+    n, d = len(rows), len(rows[0])
+    means = [sum(r[c] for r in rows) / n for c in range(d)]
+    X = [[r[c] - means[c] for c in range(d)] for r in rows]
+    mv = sum(values.tolist()) / n
+    v = [x - mv for x in values.double().tolist()]
+    vv = sum(x * x for x in v)
+    along = [sum(v[i] * X[i][c] for i in range(n)) for c in range(d)]
+    return sum(a * a for a in along) / vv / sum(x * x for r in X for x in r)
 
 
 def rows_oracle(matrix, atol):
@@ -527,6 +600,13 @@ SPECS = {
         checks.check_03_longest_wait, S.wait_ensembles(), longest_wait_reference, _same_gamma, wait_oracle,
         {"sum over seeds instead of the mean": wait_summed_over_seeds,
          "never counted as steps[-1], not steps[-1] + 1": wait_never_as_last_step}),
+    "check_05_switch_on_order": Spec(
+        checks.check_05_switch_on_order, S.switch_on_inputs(), switch_on_order_reference, _int_lists, switch_on_oracle,
+        {"record 0 never looked at": order_without_record_0, "the last record never looked at": order_without_last_record}),
+    "check_05_growth_rate": Spec(
+        checks.check_05_growth_rate, S.growth_inputs(), lambda t, a, lo, hi: float(fit_growth_rate(t, a, lo, hi)),
+        lambda g, w: as_float(g) is not None and abs(as_float(g) - w) <= 1e-4 * abs(w), growth_oracle,
+        {"ln a, not ln |a|": rate_signed_log, "start and stop as record indices": rate_window_by_index}),
     "check_07_leaves_uniform": Spec(
         checks.check_07_leaves_uniform, S.leave_inputs(), leaves_uniform, _tensors(0), leaves_oracle,
         {"1/L over the context positions only": leaves_one_over_context,
@@ -556,6 +636,11 @@ SPECS = {
          "each half ranked by its own counts": report_halves_ranked_on_their_own,
          "the real score counted as a shuffle": report_identity_first,
          "ids that never occur left out": report_unseen_ids_dropped}),
+    "check_12_line_up": Spec(
+        checks.check_12_line_up, S.line_up_inputs(), lambda E, t, v: float(line_up(E, t, v)),
+        lambda g, w: number_close(1e-6)(g, w) is None, line_up_oracle,
+        {"values not centred": line_up_values_uncentred, "the first n rows of E": line_up_first_rows,
+         "R² per coordinate, averaged": line_up_per_coordinate}),
     "check_13_knn_overlap": Spec(checks.check_13_knn_overlap, S.knn_inputs(), knn_overlap, _tensors(1e-6), knn_oracle,
                                  {"self dropped as column 0 of a top-(k+1)": knn_self_as_column_0}),
     "check_13_signature_classes": Spec(
@@ -577,8 +662,8 @@ SPECS = {
                               _tensors(1e-4), bin_oracle, {"ids matched at any position": bin_ids_at_any_position}),
 }
 
-CONTRACTS = {row.check.__name__: row for module in (contract_01, contract_02, contract_03, contract_07, contract_08, contract_09, contract_10, contract_13,
-                                         contract_14, contract_15, contract_16)
+CONTRACTS = {row.check.__name__: row for module in (contract_01, contract_02, contract_03, contract_05, contract_07, contract_08, contract_09, contract_10, contract_13,
+                                         contract_12, contract_14, contract_15, contract_16)
              for row in module.CONTRACT}
 
 # (check, wrong answer) -> why the check accepts it and the case that would catch it (each verified to

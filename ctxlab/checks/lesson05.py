@@ -119,6 +119,14 @@ def _overshoot() -> tuple[Tensor, Tensor]:
     return steps, torch.stack([mode0, mode1], dim=1)
 
 
+def _at_the_ends() -> tuple[Tensor, Tensor]:
+    """Mode 2 is above the level from the first record, mode 1 reaches it at record 1, mode 3 only at the last
+    and mode 0 never: an answer that skips the first or the last record puts them in another order."""
+    a = torch.tensor([[0.0, 0.2, 0.9, 0.1], [0.1, 0.6, 0.9, 0.2], [0.2, 0.7, 0.8, 0.3], [0.3, 0.7, 0.8, 0.6]],
+                     dtype=torch.float64)
+    return torch.tensor([0, 40, 90, 150]), a
+
+
 def _exactly_at() -> tuple[Tensor, Tensor]:
     """Mode 0 equals the level (exactly) at step 2 and passes it at step 4; mode 1 passes it at step 3."""
     a = torch.tensor([[0.0, 0.0], [0.25, 0.3], [0.5, 0.45], [0.5, 0.7], [1.0, 0.8]], dtype=torch.float64)
@@ -143,6 +151,7 @@ def _order_cases() -> list[Case]:
         ("three modes reach the level between the same two records", _tied(), 0.5, True),
         ("a mode overshoots early, dips below the level, then rises for good", _overshoot(), 0.5, True),
         ("a mode sits exactly at the level", _exactly_at(), 0.5, True),
+        ("modes reaching the level at the first record and at the last", _at_the_ends(), 0.5, True),
     ]  # fmt: skip
     return [Case(label, (steps, a, level), switch_on_order_reference(steps, a, level), hidden) for label, (steps, a), level, hidden in specs]
 
@@ -187,6 +196,19 @@ def _gives(**change) -> Callable[[Any, Any, Case], bool]:
     return matches
 
 
+def _skipping(first: bool) -> Callable[[Any, Any, Case], bool]:
+    """The order read without the first (or the last) record."""
+    def matches(g, e, c) -> bool:
+        steps, a, level = c.args
+        if len(steps) < 2:
+            return False
+        keep = slice(1, None) if first else slice(None, -1)
+        alt = switch_on_order_reference(steps[keep], a[keep], level)
+        return alt != e and [int(v) for v in g] == alt
+
+    return matches
+
+
 def check_05_switch_on_order(fn: Callable[[Tensor, Tensor, float], list[int]]) -> None:
     """fn(steps [T], strengths [T, r], level) -> mode indices, earliest first step with |a_k| >= level first.
 
@@ -203,6 +225,10 @@ def check_05_switch_on_order(fn: Callable[[Tensor, Tensor, float], list[int]]) -
         Diagnosis(lambda g, e, c: [int(v) for v in g] == [int(k) for k in torch.argsort(first_steps(c.args[0], c.args[1] >= c.args[2]), stable=True)],
                   "take the absolute value: a mode can grow with a negative sign"),
         Diagnosis(lambda g, e, c: [int(v) for v in g] == e[::-1], "reversed: the mode that reaches the level first comes first"),
+        Diagnosis(_skipping(first=True), "look at every record, the first one too: a mode already at the level at the first "
+                                         "recorded step reaches it there"),
+        Diagnosis(_skipping(first=False), "look at every record, the last one too: a mode that reaches the level only at the "
+                                          "final record does reach it (it is not a mode that never does)"),
         Diagnosis(_order_by(lambda a: a.abs()[-1], True), "that sorts by the final strength; sort by the first step at which |a_k| reaches the level"),
         Diagnosis(_order_by(lambda a: a.abs().argmax(0).double(), False), "that sorts by the step of the peak; use the first step at which |a_k| reaches the level"),
     ]  # fmt: skip

@@ -325,6 +325,46 @@ def kl_inputs(draw) -> tuple:
     return logits.to(dtype), table.to(dtype), x
 
 
+# --- mode strengths over training (set 05) -------------------------------------------------------
+
+
+@st.composite
+def switch_on_inputs(draw) -> tuple:
+    """(steps [T], strengths [T, r], level) for set 05's switch-on order: T = 1 to 12 recorded steps on
+    any grid; r = 1 to 5 modes; signed strengths on a coarse grid of multiples of the level, so that
+    modes often reach the level at the same record, sit exactly on it (the text decides: that counts),
+    reach it only at the first or the last record, dip back below it, or never reach it; float32 or
+    float64."""
+    T, r = draw(st.integers(1, 12)), draw(st.integers(1, 5))
+    level = draw(st.sampled_from((0.5, 0.1, 2.0)))
+    units = draw(st.lists(st.sampled_from((0.0, 0.3, 0.9, 1.0, 1.2, 3.0, -1.0, -2.0)), min_size=T * r, max_size=T * r))
+    strengths = level * torch.tensor(units, dtype=torch.float64).reshape(T, r)
+    return draw(step_grids(T)), strengths.to(draw(st.sampled_from((torch.float32, torch.float64)))), level
+
+
+@st.composite
+def growth_inputs(draw) -> tuple:
+    """(steps [T], a [T], start, stop) for set 05's growth rate: T = 3 to 40 recorded steps on any grid;
+    a = ±a0 e^{rate (t - t0)} with rate from -0.3 to 0.5 per step (scaled so that ln|a| changes by at
+    most 30 over the run) and noise of 0 to 5%; a window holding at least two recorded steps whose ends
+    lie on recorded steps or between them; float32 or float64."""
+    T = draw(st.integers(3, 40))
+    steps = draw(step_grids(T))
+    t = steps.double()
+    span = float(t[-1] - t[0])
+    rate = draw(st.sampled_from((-0.3, -0.01, 0.002, 0.05, 0.2, 0.5)))
+    rate = rate if abs(rate) * span <= 30 else math.copysign(30 / span, rate)
+    g = _generator(draw)
+    noise = draw(st.sampled_from((0.0, 0.01, 0.05)))
+    a = draw(st.sampled_from((1e-4, 0.3))) * torch.exp(rate * (t - t[0])) * (1 + noise * torch.randn(T, generator=g, dtype=torch.float64))
+    a = a * draw(st.sampled_from((1.0, -1.0)))
+    i = draw(st.integers(0, T - 2))
+    j = draw(st.integers(i + 1, T - 1))
+    start = float(t[i]) - (0.5 * float(t[i] - t[i - 1]) if i > 0 and draw(st.booleans()) else 0.0)
+    stop = float(t[j]) + (0.5 * float(t[j + 1] - t[j]) if j < T - 1 and draw(st.booleans()) else 0.0)
+    return steps, a.to(draw(st.sampled_from((torch.float32, torch.float64)))), start, stop
+
+
 # --- attention weights over training (set 07) ----------------------------------------------------
 
 
@@ -367,6 +407,31 @@ def layernorm_tables(draw) -> tuple:
     if V > 1 and draw(st.booleans()):
         E[-1] = E[0]
     return (E.to(draw(st.sampled_from((torch.float32, torch.float64)))),)
+
+
+# --- embeddings along a value line (set 12) ------------------------------------------------------
+
+
+@st.composite
+def line_up_inputs(draw) -> tuple:
+    """(E [V, d], tokens [n], values [n]) for set 12's line-up share: n = 3 to 10 distinct token ids in
+    any order among V = n to 14, d = 1 to 8; the tokens' rows near a line indexed by the values, or
+    random, around a mean far from 0 or not; values integers or not, repeated or not, never all equal;
+    float32 or float64."""
+    n = draw(st.integers(3, 10))
+    V, d = draw(st.integers(n, 14)), draw(st.integers(1, 8))
+    g = _generator(draw)
+    tokens = torch.randperm(V, generator=g)[:n]
+    values = torch.tensor(draw(st.lists(st.sampled_from((-3.0, -1.0, 0.0, 0.5, 2.0, 7.0)), min_size=n, max_size=n)),
+                          dtype=torch.float64)
+    assume(float(values.std()) > 0)
+    E = torch.randn(V, d, generator=g, dtype=torch.float64)
+    if draw(st.booleans()):  # near a line: (value - mean) * b plus noise
+        b = torch.randn(d, generator=g, dtype=torch.float64)
+        E[tokens] = values[:, None] * b + draw(st.sampled_from((0.0, 0.1, 1.0))) * torch.randn(n, d, generator=g, dtype=torch.float64)
+    E = E + draw(st.sampled_from((0.0, 5.0)))
+    assume(float((E[tokens] - E[tokens].mean(0)).norm()) > 1e-6)
+    return E.to(draw(st.sampled_from((torch.float32, torch.float64)))), tokens, values
 
 
 # --- sigmoid curves (set 15) ---------------------------------------------------------------------
