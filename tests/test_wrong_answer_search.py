@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 import torch
-from contracts import (contract_01, contract_02, contract_03, contract_05, contract_07, contract_08, contract_09, contract_10, contract_12,
+from contracts import (contract_01, contract_02, contract_03, contract_05, contract_06, contract_07, contract_08, contract_09, contract_10, contract_12,
                        contract_13, contract_14, contract_15, contract_16)
 from contracts import strategies as S
 from hypothesis import HealthCheck, Phase, find, given, settings
@@ -44,6 +44,7 @@ from ctxlab.checks.lesson09 import bigram_counts, bigram_table, closest_steps, k
 from ctxlab.checks.lesson10 import signature_from_counts
 from ctxlab.checks.lesson10_build import frequency_report_reference, report_differs
 from ctxlab.checks.lesson05 import switch_on_order_reference
+from ctxlab.checks.lesson06 import splitting_pairs
 from ctxlab.checks.lesson13 import classes_of, knn_overlap, same_partition, shared_count
 from ctxlab.composition import line_up
 from ctxlab.dataset import Dataset
@@ -207,6 +208,23 @@ def line_up_per_coordinate(E, tokens, values):
     """R² of each coordinate on the value, averaged over the coordinates, not pooled."""
     X, v = (E[tokens] - E[tokens].mean(0)).double(), values.double() - values.double().mean()
     return float((((v @ X) ** 2 / (v @ v)) / X.pow(2).sum(0).clamp_min(1e-300)).mean())
+
+
+def pairs_loose_tolerance(data):
+    """"Clearly non-zero": a tolerance of 1e-2, which drops weak pair terms."""
+    return splitting_pairs(data, tol=1e-2)
+
+
+def pairs_with_the_last_position(data):
+    """Only pairs that end at the last position, as if the key sat there."""
+    return [(i, j) for i, j in splitting_pairs(data) if j == data.seq_len - 1]
+
+
+def pairs_by_entropy_drop(data):
+    """A pair kept when H(Y | x_i, x_j) lies below both H(Y | x_i) and H(Y | x_j): true whenever both carry
+    order-1 information, pair term or not."""
+    return [(i, j) for i in range(data.seq_len) for j in range(i + 1, data.seq_len)
+            if conditional_entropy(data, (i, j)) < min(conditional_entropy(data, (i,)), conditional_entropy(data, (j,))) - 1e-9]
 
 
 def rows_isclose_default_rtol(matrix, atol):
@@ -391,6 +409,27 @@ def line_up_oracle(E, tokens, values):
     vv = sum(x * x for x in v)
     along = [sum(v[i] * X[i][c] for i in range(n)) for c in range(d)]
     return sum(a * a for a in along) / vv / sum(x * x for r in X for x in r)
+
+
+def next_pairs_oracle(data):
+    rows = list(zip(data.x.tolist(), data.targets().double().tolist(), data.weights.double().tolist()))
+
+    def conditional(key):
+        mass, total = {}, {}
+        for x, y, w in rows:
+            k = key(x)
+            mass[k] = mass.get(k, 0.0) + w
+            total[k] = [a + w * b for a, b in zip(total.get(k, [0.0] * len(y)), y)]
+        return {k: [v / mass[k] for v in total[k]] for k in mass}
+
+    base = conditional(lambda x: ())[()]
+    found = []
+    for i in range(data.seq_len):
+        for j in range(i + 1, data.seq_len):
+            pi, pj, pij = conditional(lambda x: x[i]), conditional(lambda x: x[j]), conditional(lambda x: (x[i], x[j]))
+            if any(abs(pij[(s, t)][c] - pi[s][c] - pj[t][c] + base[c]) > 1e-6 for (s, t) in pij for c in range(len(base))):
+                found.append((i, j))
+    return found
 
 
 def rows_oracle(matrix, atol):
@@ -607,6 +646,11 @@ SPECS = {
         checks.check_05_growth_rate, S.growth_inputs(), lambda t, a, lo, hi: float(fit_growth_rate(t, a, lo, hi)),
         lambda g, w: as_float(g) is not None and abs(as_float(g) - w) <= 1e-4 * abs(w), growth_oracle,
         {"ln a, not ln |a|": rate_signed_log, "start and stop as record indices": rate_window_by_index}),
+    "check_06_next_pairs": Spec(
+        checks.check_06_next_pairs, S.pair_term_tasks(), splitting_pairs, lambda g, w: sorted(map(tuple, g)) == sorted(w),
+        next_pairs_oracle,
+        {"a tolerance of 1e-2": pairs_loose_tolerance, "only pairs with the last position": pairs_with_the_last_position,
+         "an entropy drop below both positions": pairs_by_entropy_drop}),
     "check_07_leaves_uniform": Spec(
         checks.check_07_leaves_uniform, S.leave_inputs(), leaves_uniform, _tensors(0), leaves_oracle,
         {"1/L over the context positions only": leaves_one_over_context,
@@ -662,7 +706,7 @@ SPECS = {
                               _tensors(1e-4), bin_oracle, {"ids matched at any position": bin_ids_at_any_position}),
 }
 
-CONTRACTS = {row.check.__name__: row for module in (contract_01, contract_02, contract_03, contract_05, contract_07, contract_08, contract_09, contract_10, contract_13,
+CONTRACTS = {row.check.__name__: row for module in (contract_01, contract_02, contract_03, contract_05, contract_06, contract_07, contract_08, contract_09, contract_10, contract_13,
                                          contract_12, contract_14, contract_15, contract_16)
              for row in module.CONTRACT}
 

@@ -20,7 +20,7 @@ from ctxlab.checks.core import (
     run_check,
     tensor_close,
 )
-from ctxlab.signatures import interaction, joint
+from ctxlab.signatures import conditional_entropy, interaction, joint
 from ctxlab.dataset import Dataset
 from ctxlab.tasks import hierarchy_task, xor_task
 from ctxlab.theory import pair_residual
@@ -102,6 +102,26 @@ def raw_pairs(data: Dataset) -> list[tuple[int, int]]:
     return out
 
 
+def pair_term_population(L: int, V: int, terms: list[tuple[tuple[int, ...], float]],
+                         position_weights: list[Tensor] | None = None) -> Dataset:
+    """The full population of L positions over V tokens with two labels: each term (positions, weight) puts
+    ``weight`` on the label A(x_i) + ... mod 2 (A = token mod 2), the constant label 0 takes the rest.
+    Positions stay independent (uniform weights, or a product of per-position weights), so exactly the
+    pairs of the pair terms carry information beyond order 1."""
+    x = torch.cartesian_prod(*[torch.arange(V)] * L).reshape(-1, L)
+    y = torch.zeros(len(x), 2, dtype=torch.float64)
+    y[:, 0] = 1.0
+    for positions, weight in terms:
+        y[:, 0] -= weight
+        y[torch.arange(len(x)), (x[:, list(positions)] % 2).sum(1) % 2] += weight
+    if bool((y < 0).any()):
+        raise ValueError("the terms' weights must sum to at most 1")
+    w = torch.ones(len(x), dtype=torch.float64)
+    for i, per_token in enumerate(position_weights or []):
+        w = w * torch.as_tensor(per_token, dtype=torch.float64)[x[:, i]]
+    return Dataset(x, y.float(), V, 2, (w / w.sum()).float())
+
+
 def _permuted(data: Dataset, order: list[int]) -> Dataset:
     return Dataset(data.x[:, order], data.y, data.vocab_size, data.n_labels, data.weights)
 
@@ -113,6 +133,10 @@ def _pairs_cases() -> list[Case]:
         ("hierarchy task with 4 positions", hierarchy_task(mix=(0.25, 0.25, 0.25, 0.25)).population, True),
         ("xor task", xor_task().population, True),
         ("hierarchy task with no order-2 term", hierarchy_task(mix=(0.5, 0.0, 0.5)).population, True),
+        ("positions 0 and 3 informative alone, one pair term on (1, 2)",
+         pair_term_population(4, 2, [((0,), 0.3), ((3,), 0.3), ((1, 2), 0.2)]), True),
+        ("a strong pair term on (0, 1) and a weak one (weight 0.001) on (1, 3)",
+         pair_term_population(4, 2, [((0, 1), 0.5), ((1, 3), 0.001)], [[1.0, 3.0]] * 4), True),
     ]  # fmt: skip
     return [Case(label, (data,), splitting_pairs(data), hidden) for label, data, hidden in specs]
 
@@ -122,6 +146,11 @@ def _as_pairs(value: Any) -> list[tuple[int, int]] | None:
         return sorted(tuple(sorted(int(a) for a in p)) for p in value)
     except Exception:
         return None
+
+
+def _entropy_drop(data: Dataset, pair: tuple[int, int]) -> bool:
+    i, j = pair
+    return conditional_entropy(data, (i, j)) < min(conditional_entropy(data, (i,)), conditional_entropy(data, (j,))) - 1e-9
 
 
 def check_06_next_pairs(fn: Callable[[Dataset], list[tuple[int, int]]]) -> None:
@@ -149,6 +178,13 @@ def check_06_next_pairs(fn: Callable[[Dataset], list[tuple[int, int]]]) -> None:
                   "beyond order 1: test the incremental signature (ctxlab.signatures.interaction), not the raw table"),
         Diagnosis(only(lambda L: [(0, j) for j in range(1, L)]),
                   "you assumed the key sits at position 0: the positions may come in any order; test every pair i < j"),
+        Diagnosis(lambda g, e, c: set(_as_pairs(g) or []) < set(e)
+                  and all(float(interaction(c.args[0], p).abs().max()) < 1e-2 for p in set(e) - set(_as_pairs(g))),
+                  "a weak pair term is still a pair term: keep every pair whose largest |Delta S^2| entry is above a "
+                  "tolerance of about 1e-6 (rounding noise), not only the clearly large ones"),
+        Diagnosis(lambda g, e, c: set(_as_pairs(g) or []) > set(e) and all(_entropy_drop(c.args[0], p) for p in _as_pairs(g)),
+                  "H(Y | x_i, x_j) also drops below both single positions when each position is informative on its own: "
+                  "test the incremental signature Delta S^2, which is zero unless the pair itself adds a term"),
         Diagnosis(all_pairs, "not every pair carries new information: keep only pairs whose *incremental* signature "
                              "Delta S^2 = P(y|s,t) - P(y|s) - P(y|t) + P(y) is non-zero"),
         Diagnosis(lambda g, e, c: set(e) < set(_as_pairs(g) or []),

@@ -16,6 +16,7 @@ import torch
 from hypothesis import assume
 from hypothesis import strategies as st
 
+from ctxlab.checks.lesson06 import pair_term_population
 from ctxlab.dataset import Dataset
 from ctxlab.fixed_codes import code_width
 from ctxlab.learning_times import log_spaced_steps, order_losses, sigmoid_curve
@@ -363,6 +364,25 @@ def growth_inputs(draw) -> tuple:
     start = float(t[i]) - (0.5 * float(t[i] - t[i - 1]) if i > 0 and draw(st.booleans()) else 0.0)
     stop = float(t[j]) + (0.5 * float(t[j + 1] - t[j]) if j < T - 1 and draw(st.booleans()) else 0.0)
     return steps, a.to(draw(st.sampled_from((torch.float32, torch.float64)))), start, stop
+
+
+# --- pair terms (set 06) -------------------------------------------------------------------------
+
+
+@st.composite
+def pair_term_tasks(draw) -> tuple:
+    """(data,) for set 06's next pairs: ``pair_term_population`` of L = 2 to 4 positions over V = 2 or 3
+    tokens, uniform weights or independent per-position weights, with 0 to 2 single-position terms and
+    0 to 3 pair terms on pairs drawn anywhere, adjacent or not; a pair term's weight from 1e-3 up, well
+    above the text's tolerance of about 1e-6, so the pairs that interact are exactly the drawn ones."""
+    L, V = draw(st.integers(2, 4)), draw(st.integers(2, 3))
+    pairs = [(i, j) for i in range(L) for j in range(i + 1, L)]
+    chosen = draw(st.lists(st.sampled_from(pairs), max_size=3, unique=True))
+    terms = [(p, draw(st.sampled_from((1e-3, 0.2, 0.3)))) for p in chosen]
+    terms += [((i,), 0.15) for i in draw(st.lists(st.integers(0, L - 1), max_size=2))]
+    weights = None if draw(st.booleans()) else [draw(st.lists(st.sampled_from((0.2, 1.0, 3.0)), min_size=V, max_size=V))
+                                                for _ in range(L)]
+    return (pair_term_population(L, V, terms, weights),)
 
 
 # --- attention weights over training (set 07) ----------------------------------------------------
