@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor, nn
@@ -33,6 +33,9 @@ from ctxlab.validate import finite, integer, number, token_ids
 NEVER = math.inf  # the step at which a curve that never crosses its level crosses it
 
 
+INJECT_INTO = {"every": 2, "first": 1}  # where the tables enter -> how many hidden layers they reach
+
+
 class ReinjectedMLP(Ensemble):
     """z = σ(σ(concat(E[x]) W1 + m_1) W2 + m_2) W3 with m_l = Σ_j α_lj Σ_i T_j[x_i]; no biases.
 
@@ -40,31 +43,37 @@ class ReinjectedMLP(Ensemble):
     for every token of the sequence and summed over positions (the MLP has no per-position hidden
     state). Layer l mixes them with α_l = softmax(router_l) over n_tables + 1 options; the last
     option is a null bank (a zero vector), so a layer can switch re-injection off. The router
-    starts at 0 (uniform α). Every table is small-initialised like E (fan-in = its width), and is
+    starts at 0 (uniform α). ``inject_into="first"`` is the control: the tables reach the first
+    hidden layer only, where the embedding enters, so they are extra token parameters that are not
+    re-injected deeper. Every table is small-initialised like E (fan-in = its width), and is
     drawn after W3, so model (γ, seed) starts from the same E, W1, W2, W3 for any ``n_tables``.
     Shapes: embedding [K, V, d], w1 [K, L*d, H], w2 [K, H, H], w3 [K, H, C],
-    tables [K, n_tables, V, H], router [K, 2, n_tables + 1]; logits [K, N, C].
+    tables [K, n_tables, V, H], router [K, layers, n_tables + 1] (2 layers, or 1 for the control);
+    logits [K, N, C].
     """
 
     def __init__(self, vocab_size: int, seq_len: int, n_labels: int, d: int = 32, hidden: int = 64,
-                 n_tables: int = 1, activation: str = "gelu", gamma=1.0, seed=0) -> None:
+                 n_tables: int = 1, activation: str = "gelu", gamma=1.0, seed=0, inject_into: str = "every") -> None:
         super().__init__(gamma, seed)
         if activation not in ACTIVATIONS:
             raise ValueError(f"unknown activation {activation!r}; choose one of {sorted(ACTIVATIONS)}")
         check_sizes(vocab_size=vocab_size, seq_len=seq_len, n_labels=n_labels, d=d, hidden=hidden)
         integer(n_tables, "n_tables", minimum=0)
+        if inject_into not in INJECT_INTO:
+            raise ValueError(f"inject_into must be one of {sorted(INJECT_INTO)}, got {inject_into!r}")
         self.vocab_size, self.seq_len, self.n_labels = vocab_size, seq_len, n_labels
         self.d, self.hidden, self.n_tables, self.activation = d, hidden, n_tables, activation
+        self.inject_into = inject_into
         self.embedding = self._weight(vocab_size, d, fan_in=d)
         self.w1 = self._weight(seq_len * d, hidden, fan_in=seq_len * d)
         self.w2 = self._weight(hidden, hidden, fan_in=hidden)
         self.w3 = self._weight(hidden, n_labels, fan_in=hidden)
         if n_tables:
             self.tables = self._weight(n_tables, vocab_size, hidden, fan_in=hidden)
-            self.router = nn.Parameter(torch.zeros(self.n_models, 2, n_tables + 1))
+            self.router = nn.Parameter(torch.zeros(self.n_models, INJECT_INTO[inject_into], n_tables + 1))
 
     def routing(self) -> Tensor:
-        """α [K, 2 layers, n_tables + 1]: each layer's weights on the tables, the null bank last."""
+        """α [K, layers, n_tables + 1]: each injected layer's weights on the tables, the null bank last."""
         if not self.n_tables:
             raise ValueError("a model with n_tables=0 has no router")
         return torch.softmax(self.router, dim=-1)
@@ -82,9 +91,10 @@ class ReinjectedMLP(Ensemble):
             return act(act(u1) @ self.w2) @ self.w3
         mixed = torch.einsum("klt,ktvh->klvh", self.routing()[..., :-1], self.tables)  # each layer's table mix
         bag = nn.functional.one_hot(x.long(), self.vocab_size).sum(-2).to(mixed.dtype)  # [N, V] token counts
-        inject = bag @ mixed  # [K, 2, N, H]
+        inject = bag @ mixed  # [K, layers, N, H]
         h1 = act(u1 + inject[:, 0])
-        return act(h1 @ self.w2 + inject[:, 1]) @ self.w3
+        u2 = h1 @ self.w2
+        return act(u2 + inject[:, 1] if self.inject_into == "every" else u2) @ self.w3
 
 
 def zipf_hierarchy(block: int = 8, exponent: float = 1.0) -> Task:
@@ -193,9 +203,10 @@ class RareTokenRun:
     """One batched run per table count on the Zipf task: what lesson 16 plots and checks.
 
     steps [T]; frequency [n_keys]; bins: key ids per bin (head first); levels: the task's ladder;
-    bin_levels [n_bins, n_levels]: each bin's own ladder; runs: n_tables -> dict with loss [S, T], bins [S, n_bins, T], key_updates [S, n_keys] at
-    ``early_step``, table_updates [S, n_keys] (‖ΔT‖ summed over tables; absent for n_tables = 0)
-    and routing [S, 2, n_tables + 1] at the end.
+    bin_levels [n_bins, n_levels]: each bin's own ladder; runs: n_tables -> dict with loss [S, T],
+    bins [S, n_bins, T], key_updates [S, n_keys] at ``early_step``, table_updates [S, n_keys]
+    (‖ΔT‖ summed over tables; absent for n_tables = 0) and routing [S, layers, n_tables + 1] at the
+    end; input_only: the same for the control runs whose tables enter the first hidden layer only.
     """
 
     steps: Tensor
@@ -206,48 +217,67 @@ class RareTokenRun:
     early_step: int
     seeds: list[int]
     runs: dict[int, dict[str, Tensor]]
+    input_only: dict[int, dict[str, Tensor]] = field(default_factory=dict)
 
-    def rung_steps(self, n_tables: int) -> Tensor:
+    def rung_steps(self, n_tables: int, input_only: bool = False) -> Tensor:
         """[S, n_bins, n_rungs]: the step at which each seed's bin first comes down to rung k, i.e. below
-        the midpoint (H_{k-1} + H_k) / 2 of the bin's own ladder (k = 1, 2, ...); ``inf``: never."""
-        if n_tables not in self.runs:
-            raise ValueError(f"no run with n_tables={n_tables}; the runs have {sorted(self.runs)}")
-        curves, mids = self.runs[n_tables]["bins"], (self.bin_levels[:, :-1] + self.bin_levels[:, 1:]) / 2
+        the midpoint (H_{k-1} + H_k) / 2 of the bin's own ladder (k = 1, 2, ...); ``inf``: never.
+        ``input_only``: of the control run with that many tables at the first hidden layer only."""
+        runs = self.input_only if input_only else self.runs
+        if n_tables not in runs:
+            raise ValueError(f"no {'input-only ' if input_only else ''}run with n_tables={n_tables}; "
+                             f"the runs have {sorted(runs)}")
+        curves, mids = runs[n_tables]["bins"], (self.bin_levels[:, :-1] + self.bin_levels[:, 1:]) / 2
         return torch.stack([torch.stack([rung_steps(self.steps, curves[:, b], float(m)) for m in mids[b]], -1)
                             for b in range(len(self.bins))], 1)
+
+
+def _train_tables(task: Task, bins: list[Tensor], n: int, inject_into: str, seeds: Sequence[int], gamma: float,
+                  steps: int, lr: float, early_step: int, record_every: int, hidden: int, progress, device):
+    """One ensemble over ``seeds`` with ``n`` tables injected as ``inject_into`` says: (its Trajectory,
+    the dict a RareTokenRun keeps for it)."""
+    from ctxlab.train import train
+
+    data, keys = task.population, task.role_tokens("key")
+    model = ReinjectedMLP(task.vocab_size, task.seq_len, task.n_labels, hidden=hidden, n_tables=n,
+                          gamma=gamma, seed=list(seeds), inject_into=inject_into)
+    probes = {"bins": bin_loss_probe(data, bins)}
+    if n:
+        probes["tables"] = lambda m: m.tables.detach().clone()
+    where = "" if inject_into == "every" else ", first layer only"
+    run = train(model, data, steps, lr=lr, record_every=record_every, probes=probes, progress=progress,
+                device=device, desc=f"{n} re-injected tables{where}")
+    t = int((run.steps == early_step).nonzero()[0, 0])
+    out = {"loss": run.loss, "bins": run.extras["bins"].transpose(1, 2), "key_updates": update_sizes(run.embeddings, t, keys)}
+    if n:
+        delta = run.extras["tables"][:, t] - run.extras["tables"][:, 0]  # [S, n_tables, V, H]
+        out["table_updates"] = delta[:, :, keys].double().norm(dim=-1).sum(1)
+        out["routing"] = model.routing().detach().cpu()
+    return run, out
 
 
 def rare_token_experiment(tables: Sequence[int] = (0, 1, 2), seeds: Sequence[int] = (0, 1, 2), gamma: float = 0.75,
                           steps: int = 500, lr: float = 1.0, early_step: int = 10, n_bins: int = 4,
                           block: int = 8, exponent: float = 1.5, record_every: int = 5, hidden: int = 64,
-                          progress: bool | None = None, device=None) -> RareTokenRun:
+                          input_only: Sequence[int] = (), progress: bool | None = None, device=None) -> RareTokenRun:
     """Train a :class:`ReinjectedMLP` ensemble over ``seeds`` for each table count on the Zipf task
-    (full-batch GD on the exact population), recording the loss of every key-frequency bin."""
-    from ctxlab.train import train
-
+    (full-batch GD on the exact population), recording the loss of every key-frequency bin; for each
+    count in ``input_only``, also the control whose tables enter the first hidden layer only."""
     integer(early_step, "early_step", minimum=1)
     if early_step % integer(record_every, "record_every", minimum=1) or early_step > steps:
         raise ValueError(f"early_step must be a recorded step (a multiple of record_every <= steps), got {early_step}")
+    for n in input_only:
+        integer(n, "input_only table count", minimum=1)
+    if not list(tables) + list(input_only):
+        raise ValueError("give at least one table count to train (tables or input_only)")
     task = zipf_hierarchy(block, exponent)
-    data, keys = task.population, task.role_tokens("key")
     freq = key_frequency(task)
-    bins = [keys[b] for b in frequency_bins(freq, n_bins)]
-    runs = {}
+    bins = [task.role_tokens("key")[b] for b in frequency_bins(freq, n_bins)]
+    settings = (seeds, gamma, steps, lr, early_step, record_every, hidden, progress, device)
+    runs, controls = {}, {}
     for n in tables:
-        model = ReinjectedMLP(task.vocab_size, task.seq_len, task.n_labels, hidden=hidden, n_tables=n,
-                              gamma=gamma, seed=list(seeds))
-        probes = {"bins": bin_loss_probe(data, bins)}
-        if n:
-            probes["tables"] = lambda m: m.tables.detach().clone()
-        run = train(model, data, steps, lr=lr, record_every=record_every, probes=probes, progress=progress,
-                    device=device, desc=f"{n} re-injected tables")
-        t = int((run.steps == early_step).nonzero()[0, 0])
-        out = {"loss": run.loss, "bins": run.extras["bins"].transpose(1, 2),
-               "key_updates": update_sizes(run.embeddings, t, keys)}
-        if n:
-            delta = run.extras["tables"][:, t] - run.extras["tables"][:, 0]  # [S, n_tables, V, H]
-            out["table_updates"] = delta[:, :, keys].double().norm(dim=-1).sum(1)
-            out["routing"] = model.routing().detach().cpu()
-        runs[n] = out
-    return RareTokenRun(run.steps, freq, bins, task.plateau_levels(), bin_levels(data, bins), early_step,
-                        list(seeds), runs)
+        run, runs[n] = _train_tables(task, bins, n, "every", *settings)
+    for n in input_only:
+        run, controls[n] = _train_tables(task, bins, n, "first", *settings)
+    return RareTokenRun(run.steps, freq, bins, task.plateau_levels(), bin_levels(task.population, bins), early_step,
+                        list(seeds), runs, controls)

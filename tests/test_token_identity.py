@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from ctxlab.models import EmbMLP
-from ctxlab.plots import bin_loss_figure, rung_step_figure, update_size_figure
+from ctxlab.plots import bin_loss_figure, rung_step_figure, table_control_figure, update_size_figure
 from ctxlab.theory import embedding_velocity
 from ctxlab.token_identity import (
     NEVER,
@@ -69,6 +69,22 @@ def test_plain_model_is_a_two_layer_emb_mlp():
         assert torch.allclose(model(x), torch.nn.functional.gelu(torch.nn.functional.gelu(u) @ model.w2) @ model.w3, atol=1e-6)
 
 
+def test_the_input_only_control_injects_into_the_first_hidden_layer_alone():
+    x = zipf_hierarchy().population.x[:7]
+    every, first = _model(1), _model(1, inject_into="first")
+    assert first.router.shape == (2, 1, 2) and first.routing().shape == (2, 1, 2)
+    with torch.no_grad():
+        assert torch.equal(first.tables, every.tables) and torch.equal(first.w2, every.w2)  # same init
+        table = first.routing()[:, 0, :1, None, None].mul(first.tables).sum(1)  # [K, V, H]: layer 1's mix
+        bag = torch.nn.functional.one_hot(x, 24).sum(1).float()
+        u1 = first.embedding[:, x].reshape(2, 7, -1) @ first.w1 + bag @ table
+        gelu = torch.nn.functional.gelu
+        assert torch.allclose(first(x), gelu(gelu(u1) @ first.w2) @ first.w3, atol=1e-6)
+        assert not torch.allclose(first(x), every(x), atol=1e-9)  # every layer also injects into layer 2
+    with pytest.raises(ValueError, match="inject_into"):
+        _model(1, inject_into="last")
+
+
 def test_bad_arguments_are_named():
     with pytest.raises(ValueError, match="n_tables"):
         ReinjectedMLP(24, 3, 2, n_tables=-1)
@@ -84,6 +100,10 @@ def test_bad_arguments_are_named():
         loglog_slope(torch.tensor([0.5, 0.0]), torch.tensor([1.0, 2.0]))
     with pytest.raises(ValueError, match="early_step"):
         rare_token_experiment(steps=10, early_step=7, record_every=5)
+    with pytest.raises(ValueError, match="input_only"):
+        rare_token_experiment(input_only=(0,))
+    with pytest.raises(ValueError, match="at least one table count"):
+        rare_token_experiment(tables=())
     with pytest.raises(ValueError, match="exponent"):
         zipf_hierarchy(exponent=0.0)
     data = zipf_hierarchy().population
@@ -150,7 +170,7 @@ def test_update_sizes_and_training_through_the_one_loop():
 
 def test_experiment_records_bins_updates_and_routing():
     run = rare_token_experiment(tables=(0, 1), seeds=(0, 1), steps=20, early_step=10, record_every=10, hidden=16,
-                                progress=False)
+                                input_only=(1,), progress=False)
     assert run.steps.tolist() == [0, 10, 20] and len(run.bins) == 4
     assert run.runs[0]["bins"].shape == (2, 4, 3) and "table_updates" not in run.runs[0]
     assert run.runs[1]["table_updates"].shape == (2, 8) and run.runs[1]["routing"].shape == (2, 2, 2)
@@ -158,6 +178,14 @@ def test_experiment_records_bins_updates_and_routing():
     assert reached.shape == (2, 4, 3) and bool(torch.isinf(reached[..., 2]).all())  # 20 steps: no rung 3 yet
     with pytest.raises(ValueError, match="n_tables=2"):
         run.rung_steps(2)
+    assert sorted(run.input_only) == [1] and run.input_only[1]["routing"].shape == (2, 1, 2)
+    assert run.rung_steps(1, input_only=True).shape == (2, 4, 3)
+    with pytest.raises(ValueError, match="input-only run with n_tables=2"):
+        run.rung_steps(2, input_only=True)
+    ratios, steps = table_control_figure(run).axes
+    assert len(ratios.collections) == 0 and len(ratios.lines) == 2 * 2  # a line of dots per seed and variant
+    assert [t.get_text() for t in steps.get_legend().get_texts()] == ["K = 1, every layer", "K = 1, first hidden layer only",
+                                                                       "no extra table"]
     panels = bin_loss_figure(run).axes
     assert len(panels) == 2
     dotted = sorted(round(float(line.get_ydata()[0]), 4) for line in panels[0].lines if line.get_linestyle() == ":")

@@ -68,7 +68,7 @@ from ctxlab.plots.style import (
     token_ticks,
 )
 from ctxlab.plots.theory import e1_agreement_figure, mode_growth_figure, sub_level_growth_figure
-from ctxlab.plots.token_identity import TABLE_COLORS, bin_loss_figure, rung_step_figure, update_size_figure
+from ctxlab.plots.token_identity import TABLE_COLORS, bin_loss_figure, rung_step_figure, table_control_figure, update_size_figure
 
 __all__ = [
     "ATTRIBUTE_MARKERS",
@@ -133,6 +133,7 @@ __all__ = [
     "signature_heatmaps",
     "spectra_figure",
     "staircase_figure",
+    "table_control_figure",
     "token_curves_figure",
     "token_ticks",
     "update_size_figure",

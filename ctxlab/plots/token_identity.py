@@ -121,3 +121,39 @@ def rung_step_figure(run) -> Figure:
     axes[0, 0].set_ylabel("step")
     axes[0, 0].legend(fontsize=7)
     return fig
+
+
+def table_control_figure(run, n_tables: int = 1) -> Figure:
+    """The control of lesson 16: ``n_tables`` tables re-injected at every layer against the same tables
+    at the first hidden layer only (``RareTokenRun.input_only``). Left: ‖ΔT_s‖ / ‖ΔE_s‖ per key against
+    π(s), one dot per seed and key, log-log. Right: the step at which each bin is halfway down to rung
+    1, against the bin's mean key frequency, with no table for reference; a line through the seed mean."""
+    if n_tables not in run.runs or n_tables not in run.input_only or 0 not in run.runs:
+        raise ValueError(f"needs runs with 0 and {n_tables} tables and an input-only run with {n_tables}")
+    variants = [("every layer", run.runs[n_tables], run.rung_steps(n_tables)),
+                ("first hidden layer only", run.input_only[n_tables], run.rung_steps(n_tables, input_only=True))]
+    colors = {"every layer": TABLE_COLORS[1], "first hidden layer only": TABLE_COLORS[3]}
+    share = torch.stack([run.frequency[torch.as_tensor(ids)].mean() for ids in run.bins]).double()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(8.4, 3.4), layout="constrained")
+    for name, out, steps in variants:
+        ratio = (out["table_updates"] / out["key_updates"]).double()  # [S, n_keys]
+        for j, row in enumerate(ratio):
+            left.loglog(run.frequency, row, "o", ms=4, color=colors[name], alpha=0.8, label=name if j == 0 else None)
+        right.plot(share, steps[..., 0].mean(0), "-o", ms=3, color=colors[name], lw=1.2, label=f"K = {n_tables}, {name}")
+        for j in range(steps.shape[0]):
+            right.scatter(share, steps[j, :, 0], s=12, color=colors[name], alpha=0.6)
+    none = run.rung_steps(0)[..., 0]
+    right.plot(share, none.mean(0), "-o", ms=3, color=TABLE_COLORS[0], lw=1.2, label="no extra table")
+    for j in range(none.shape[0]):
+        right.scatter(share, none[j], s=12, color=TABLE_COLORS[0], alpha=0.6)
+    _frequency_axis(left)
+    left.yaxis.set_major_formatter(FormatStrFormatter("%g"))
+    left.yaxis.set_minor_formatter(FormatStrFormatter("%g"))
+    left.set(xlabel="key frequency π(s)", ylabel=f"‖ΔT_s‖ / ‖ΔE_s‖ after {run.early_step} steps")
+    left.set_title(f"K = {n_tables}: a table row's move against its key's embedding", fontsize=9)
+    left.legend(fontsize=7)
+    _frequency_axis(right)
+    right.set(xlabel="mean key frequency of the bin", ylabel="step", ylim=(0, None))
+    right.set_title("halfway down to rung 1 (below (H0 + H1) / 2)", fontsize=9)
+    right.legend(fontsize=7)
+    return fig
