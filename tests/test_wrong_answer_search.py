@@ -45,6 +45,7 @@ from ctxlab.checks.lesson10 import signature_from_counts
 from ctxlab.checks.lesson10_build import frequency_report_reference, report_differs
 from ctxlab.checks.lesson05 import switch_on_order_reference
 from ctxlab.checks.lesson06 import splitting_pairs
+from ctxlab.checks.lesson13_build import first_step_at_or_below
 from ctxlab.checks.lesson13 import classes_of, knn_overlap, same_partition, shared_count
 from ctxlab.composition import line_up
 from ctxlab.dataset import Dataset
@@ -225,6 +226,18 @@ def pairs_by_entropy_drop(data):
     order-1 information, pair term or not."""
     return [(i, j) for i in range(data.seq_len) for j in range(i + 1, data.seq_len)
             if conditional_entropy(data, (i, j)) < min(conditional_entropy(data, (i,)), conditional_entropy(data, (j,))) - 1e-9]
+
+
+def matched_without_record_0(steps, loss, target):
+    """Record 0 never looked at, as if a model could not start at the target."""
+    if steps.shape[1] < 2:
+        return torch.full((steps.shape[0],), math.nan, dtype=torch.float64)
+    return contract_13.first_steps(steps[:, 1:], loss[:, 1:], target)
+
+
+def matched_float_equality_tolerance(steps, loss, target):
+    """'At or below' read with a tolerance: loss <= target + 1e-3."""
+    return contract_13.first_steps(steps, loss, target + 1e-3)
 
 
 def rows_isclose_default_rtol(matrix, atol):
@@ -430,6 +443,14 @@ def next_pairs_oracle(data):
             if any(abs(pij[(s, t)][c] - pi[s][c] - pj[t][c] + base[c]) > 1e-6 for (s, t) in pij for c in range(len(base))):
                 found.append((i, j))
     return found
+
+
+def matched_oracle(steps, loss, target):
+    out = []
+    for grid, row in zip(steps.tolist(), loss.double().tolist()):
+        hits = [s for s, v in zip(grid, row) if v == v and v <= target]  # v == v: a NaN never counts
+        out.append(float(hits[0]) if hits else math.nan)
+    return torch.tensor(out, dtype=torch.float64)
 
 
 def rows_oracle(matrix, atol):
@@ -687,6 +708,12 @@ SPECS = {
          "R² per coordinate, averaged": line_up_per_coordinate}),
     "check_13_knn_overlap": Spec(checks.check_13_knn_overlap, S.knn_inputs(), knn_overlap, _tensors(1e-6), knn_oracle,
                                  {"self dropped as column 0 of a top-(k+1)": knn_self_as_column_0}),
+    "check_13_first_step_at_or_below": Spec(
+        checks.check_13_first_step_at_or_below, S.matched_loss_inputs(), first_step_at_or_below,
+        lambda g, w: as_tensor(g) is not None and as_tensor(g).shape == w.shape
+        and bool(((as_tensor(g).double() - w).abs() <= 0).logical_or(as_tensor(g).double().isnan() & w.isnan()).all()),
+        matched_oracle,
+        {"record 0 never looked at": matched_without_record_0, "at or below within 1e-3": matched_float_equality_tolerance}),
     "check_13_signature_classes": Spec(
         checks.check_13_signature_classes, S.grouped_rows(1e-6).map(lambda pair: pair[:1]), classes_of,
         lambda g, w: same_partition()(g, w) is None, classes_oracle,

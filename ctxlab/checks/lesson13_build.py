@@ -103,6 +103,10 @@ def _step_inputs() -> list[tuple[str, tuple, bool]]:
     late = torch.stack([_falling(T, g, 5.0, start=2.9), _falling(T, g, 6.0), _falling(T, g, 3.0)]).float()
     diverged = torch.stack([_falling(T, g, 6.0), _falling(T, g, 4.0), _falling(T, g, 0.5)])
     diverged[2, 7:] = math.nan  # diverged at its 8th record, before it got to the target
+    hair = torch.stack([_falling(T, g, rate) for rate in (4.0, 5.0)])
+    for k in range(2):  # a record a hair above the target (by 5e-4) comes before the first one at or below it
+        i = _first_at_or_below(hair[k], 3.0)
+        hair[k, i - 1] = 3.0005
     K, T = 8, 30
     many = torch.stack([_falling(T, g, float(r), end=float(e), noise=0.05) for r, e in
                         zip(torch.empty(K).uniform_(2, 10, generator=g), (2.4, 2.5, 2.6, 3.05, 2.4, 3.1, 2.5, 2.6))])
@@ -115,6 +119,8 @@ def _step_inputs() -> list[tuple[str, tuple, bool]]:
         ("one model (K = 1), float32, a target equal to a recorded loss", (_grid("from 40", 20, g)[None], single, single_target), True),
         ("float32, grids that start late (a resumed run), a model at or below from its first record", (
             torch.stack([_grid(k, 20, g) for k in ("from 100", "from 40", "from 100")]), late, 3.0), True),
+        ("a loss 0.0005 above the target one record before it gets there", (
+            torch.stack([_grid(k, 20, g) for k in ("10", "25")]), hair, 3.0), True),
         ("a diverged model (NaN loss from its divergence on)", (torch.stack([_grid(k, 20, g) for k in ("10", "log", "25")]), diverged, 3.0), True),
         ("eight models on random grids, two that never get there", (
             torch.stack([_grid("random", T, g) for _ in range(K)]), many, 2.8), True),
@@ -165,6 +171,9 @@ def check_13_first_step_at_or_below(fn: Callable[[Tensor, Tensor, float], Tensor
         Diagnosis(by("last"), "that is the last recorded step at or below the target; the match is the first one (a curve "
                               "that dips below and spikes back up got there at its first visit)"),
         Diagnosis(by("strict"), "a loss equal to the target counts: at or below (<=), not strictly below (<)"),
+        Diagnosis(_matches(lambda s, l, t: first_step_at_or_below(s, l, t + 1e-3)),
+                  "a loss a hair above the target (0.0005 here) has not got there yet: compare loss <= target exactly, "
+                  "with no tolerance"),
         Diagnosis(by("common"), "every model got the same step: matching at equal steps is the comparison the lesson "
                                 "replaced; each model gets its own first step at or below the target"),
         Diagnosis(by("nan counts"), "a NaN loss (a diverged model) is not at or below the target: test 'at or below', not 'not above'"),

@@ -98,7 +98,8 @@ print("max |R - ΔS²| at the order-1 optimum:", float((residual(data, probs, 0,
 # Write `next_pairs(data)` returning the list of position pairs (i, j) with i < j whose tokens
 # will split at the next stair: the pairs whose *incremental* order-2 signature ΔS²_ij is not
 # zero (use a tolerance of about 1e-6). The check runs it on tasks with shuffled positions, more
-# positions, the XOR task, and a task with no order-2 term at all (where the answer is `[]`).
+# positions, the XOR task, a task with no order-2 term at all (where the answer is `[]`), a weak
+# pair term next to a strong one, and two positions that are informative each on its own.
 #
 # <details><summary>Hint 1: the idea</summary>
 #

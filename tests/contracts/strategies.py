@@ -454,6 +454,23 @@ def line_up_inputs(draw) -> tuple:
     return E.to(draw(st.sampled_from((torch.float32, torch.float64)))), tokens, values
 
 
+# --- loss at matched levels (set 13) -------------------------------------------------------------
+
+
+@st.composite
+def matched_loss_inputs(draw) -> tuple:
+    """(steps [K, T], loss [K, T], target) for set 13's first step at or below a loss: K = 1 to 4 models,
+    each on its own strictly increasing grid of T = 1 to 10 records (from 0 or not, even or not); losses
+    on a coarse grid around the target, exactly on it (the text decides: that counts), a hair above it
+    (that does not), above it throughout, NaN where a model diverged; float32 or float64."""
+    K, T = draw(st.integers(1, 4)), draw(st.integers(1, 10))
+    steps = torch.stack([draw(step_grids(T)) for _ in range(K)])
+    target = draw(st.sampled_from((0.5, 0.375, 1.25)))  # exact in float32 too: "on the target" means one thing
+    units = draw(st.lists(st.sampled_from((2.0, 1.5, 1.001, 1.0, 0.8, 0.0, math.nan)), min_size=K * T, max_size=K * T))
+    loss = target * torch.tensor(units, dtype=torch.float64).reshape(K, T)
+    return steps, loss.to(draw(st.sampled_from((torch.float32, torch.float64)))), target
+
+
 # --- sigmoid curves (set 15) ---------------------------------------------------------------------
 
 
