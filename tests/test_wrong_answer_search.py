@@ -53,7 +53,7 @@ from ctxlab.fixed_codes import binary_codes
 from ctxlab.learning_times import order_losses, token_orders
 from ctxlab.signatures import conditional_entropy, joint
 from ctxlab.theory import fit_growth_rate
-from ctxlab.token_identity import bin_losses, rung_steps
+from ctxlab.token_identity import bin_losses, loglog_slope, rung_steps
 
 # The search stops at the first input that tells a wrong answer apart; CTXLAB_SEARCH_SHRINK=1 also shrinks it
 # to a minimal one (slower). `pytest --runxfail` prints each gap's counterexample.
@@ -238,6 +238,24 @@ def matched_without_record_0(steps, loss, target):
 def matched_float_equality_tolerance(steps, loss, target):
     """'At or below' read with a tolerance: loss <= target + 1e-3."""
     return contract_13.first_steps(steps, loss, target + 1e-3)
+
+
+def loglog_intercept(frequency, size):
+    """The fit's intercept (np.polyfit(...)[1]), not its slope."""
+    x, y = frequency.double().log(), size.double().log()
+    slope = float(loglog_slope(frequency, size))
+    return float(y.mean() - slope * x.mean())
+
+
+def loglog_end_points(frequency, size):
+    """The slope between the rarest and the most frequent token only."""
+    lo, hi = int(frequency.argmin()), int(frequency.argmax())
+    return float((size[hi].double().log() - size[lo].double().log()) / (frequency[hi].double().log() - frequency[lo].double().log()))
+
+
+def loglog_sorted_apart(frequency, size):
+    """Frequencies and sizes each sorted on their own (for a plot), which breaks their pairing."""
+    return float(loglog_slope(frequency.sort().values, size.sort().values))
 
 
 def rows_isclose_default_rtol(matrix, atol):
@@ -451,6 +469,12 @@ def matched_oracle(steps, loss, target):
         hits = [s for s, v in zip(grid, row) if v == v and v <= target]  # v == v: a NaN never counts
         out.append(float(hits[0]) if hits else math.nan)
     return torch.tensor(out, dtype=torch.float64)
+
+
+def loglog_oracle(frequency, size):
+    xs, ys = [math.log(v) for v in frequency.double().tolist()], [math.log(v) for v in size.double().tolist()]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
 
 
 def rows_oracle(matrix, atol):
@@ -727,6 +751,11 @@ SPECS = {
         checks.check_15_token_orders, S.order_inputs(), token_orders, _tensors(1e-9), orders_oracle,
         {"-1 where no order qualifies, not k = L": orders_fallback(-1),
          "0 where no order qualifies (argmax without the fallback)": orders_fallback(None)}),
+    "check_16_loglog_slope": Spec(
+        checks.check_16_loglog_slope, S.loglog_inputs(), lambda f, s_: float(loglog_slope(f, s_)),
+        lambda g, w: number_close(1e-4)(g, w) is None, loglog_oracle,
+        {"the intercept, not the slope": loglog_intercept, "the two end points only": loglog_end_points,
+         "each sorted on its own": loglog_sorted_apart}),
     "check_16_rung_step": Spec(checks.check_16_rung_step, S.rung_inputs(), lambda s, c, lv: float(rung_steps(s, c, lv)),
                                _same_step, rung_oracle, {"crossing index times the first step gap": rung_even_grid}),
     "check_16_bin_loss": Spec(checks.check_16_bin_loss, S.bin_inputs(), lambda lg, d, ids: bin_losses(lg, d, [ids])[:, 0],

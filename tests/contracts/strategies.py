@@ -494,6 +494,26 @@ def sigmoid_inputs(draw) -> tuple:
     return (steps, curve), torch.tensor([floor, drop, log_tau, width], dtype=torch.float64)
 
 
+# --- update sizes against frequency (set 16) ------------------------------------------------------
+
+
+@st.composite
+def loglog_inputs(draw) -> tuple:
+    """(frequency [n], size [n]) for set 16's log-log slope: n = 2 to 12 positive frequencies in any order,
+    some repeated but never all equal, spanning up to four decades; size = scale · π^p with p from -1
+    to 2, multiplicative noise of 0 to 30% and a scale from 1e-4 to 300; float32 or float64."""
+    n = draw(st.integers(2, 12))
+    g = _generator(draw)
+    freq = torch.tensor(draw(st.lists(st.sampled_from((1e-4, 0.002, 0.01, 0.05, 0.2, 0.5, 1.0)), min_size=n, max_size=n)),
+                        dtype=torch.float64)
+    assume(float(freq.max() / freq.min()) > 1)
+    power = draw(st.sampled_from((-1.0, 0.0, 0.6, 1.0, 2.0)))
+    noise = draw(st.sampled_from((0.0, 0.05, 0.3)))
+    size = draw(st.sampled_from((1e-4, 1.0, 300.0))) * freq ** power * torch.exp(noise * torch.randn(n, generator=g, dtype=torch.float64))
+    dtype = draw(st.sampled_from((torch.float32, torch.float64)))
+    return freq.to(dtype), size.to(dtype)
+
+
 # --- token streams and embeddings (set 10) -------------------------------------------------------
 
 
