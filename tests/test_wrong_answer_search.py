@@ -258,6 +258,20 @@ def loglog_sorted_apart(frequency, size):
     return float(loglog_slope(frequency.sort().values, size.sort().values))
 
 
+def signature_counted_both_ways(tokens, V):
+    """Both halves from the symmetrised counts C + Cᵀ (each pair counted in both directions)."""
+    both = bigram_counts(tokens, V) + bigram_counts(tokens, V).T
+    rows = both / both.sum(1, keepdim=True).clamp_min(1e-300)
+    return torch.cat([rows, rows], 1)
+
+
+def signature_one_row_distribution(tokens, V):
+    """Each row normalised over all 2V columns at once, so that each half sums to about 1/2."""
+    C = bigram_counts(tokens, V)
+    joint = torch.cat([C, C.T], 1)
+    return joint / joint.sum(1, keepdim=True).clamp_min(1e-300)
+
+
 def rows_isclose_default_rtol(matrix, atol):
     return len(set(_greedy(matrix, lambda a, b: bool(torch.isclose(a, b, atol=atol).all()))))
 
@@ -475,6 +489,19 @@ def loglog_oracle(frequency, size):
     xs, ys = [math.log(v) for v in frequency.double().tolist()], [math.log(v) for v in size.double().tolist()]
     mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
     return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+
+
+def stream_signature_oracle(tokens, V):
+    ids = tokens.tolist()
+    nxt, prv = [[0] * V for _ in range(V)], [[0] * V for _ in range(V)]
+    for a, b in zip(ids, ids[1:]):
+        nxt[a][b] += 1
+        prv[b][a] += 1
+
+    def rows(table):
+        return [[c / sum(r) if sum(r) else 0.0 for c in r] for r in table]
+
+    return torch.tensor([a + b for a, b in zip(rows(nxt), rows(prv))], dtype=torch.float64)
 
 
 def rows_oracle(matrix, atol):
@@ -718,6 +745,9 @@ SPECS = {
         {"log_softmax over the positions": kl_softmax_over_positions,
          "the next token's bigram row": kl_next_token_row,
          "a mean over the vocabulary too": kl_mean_over_entries}),
+    "check_10_bigram_signature": Spec(
+        checks.check_10_bigram_signature, S.stream_inputs(), signature_from_counts, _tensors(1e-5), stream_signature_oracle,
+        {"pairs counted both ways": signature_counted_both_ways, "one distribution over both halves": signature_one_row_distribution}),
     "check_10_frequency_report": Spec(
         checks.check_10_frequency_report, S.report_inputs(), frequency_report_reference,
         lambda g, w: report_differs(g, w) is None, contract_10.learner_report,

@@ -518,6 +518,20 @@ def loglog_inputs(draw) -> tuple:
 
 
 @st.composite
+def stream_inputs(draw) -> tuple:
+    """(tokens [n], V) for set 10's bigram signature, n >= 2: streams over V = 1 to 8 ids, some ids never
+    seen, one seen only first (no predecessor) or only last (no successor), repeats and runs of one id."""
+    V = draw(st.integers(1, 8))
+    tokens = draw(st.lists(st.integers(0, V - 1), min_size=2, max_size=40))
+    if V > 1 and draw(st.booleans()):  # an id that occurs only at one end of the stream
+        end = draw(st.sampled_from((0, V - 1)))
+        rest = [t for t in tokens if t != end]
+        tokens = [end] + rest if draw(st.booleans()) else rest + [end]
+        assume(len(tokens) >= 2)
+    return torch.tensor(tokens), V
+
+
+@st.composite
 def report_inputs(draw) -> tuple:
     """(tokens, V, E, bin_size, n_shuffles, seed): a stream over some of V ids (ids that never occur, ties in
     the counts from a repeated pattern, odd and even lengths), an embedding of any width in float32 or
