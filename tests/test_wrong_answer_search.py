@@ -272,6 +272,30 @@ def signature_one_row_distribution(tokens, V):
     return joint / joint.sum(1, keepdim=True).clamp_min(1e-300)
 
 
+def order1_uniform_fill(data):
+    """Tokens absent from a position filled with the uniform 1/C, not with P(y)."""
+    out = contract_01.order1(data).clone()
+    present = torch.stack([torch.bincount(data.x[:, i], minlength=data.vocab_size) > 0 for i in range(data.seq_len)], 1)
+    blocks = out.reshape(data.vocab_size, data.seq_len, data.n_labels)
+    blocks[~present] = 1.0 / data.n_labels
+    return blocks.reshape(data.vocab_size, -1)
+
+
+def pair_first_row_only(data, i, j):
+    """P(y | s, t) read from the first row holding (s, t), not averaged over all of them."""
+    out = contract_01.pair(data, i, j).clone()
+    y, w = data.targets().double(), data.weights.double()
+    seen = set()
+    for row, (s, t) in enumerate(zip(data.x[:, i].tolist(), data.x[:, j].tolist())):
+        if (s, t) in seen:
+            continue
+        seen.add((s, t))
+        rows = (data.x[:, i] == s) & (data.x[:, j] == t)
+        mean = (y[rows] * w[rows, None]).sum(0) / w[rows].sum()
+        out[s, t] += y[row] - mean
+    return out
+
+
 def rows_isclose_default_rtol(matrix, atol):
     return len(set(_greedy(matrix, lambda a, b: bool(torch.isclose(a, b, atol=atol).all()))))
 
@@ -504,6 +528,37 @@ def stream_signature_oracle(tokens, V):
     return torch.tensor([a + b for a, b in zip(rows(nxt), rows(prv))], dtype=torch.float64)
 
 
+def _conditional_oracle(data, key):
+    mass, total = {}, {}
+    for x, y, w in zip(data.x.tolist(), data.targets().double().tolist(), data.weights.double().tolist()):
+        k = key(x)
+        mass[k] = mass.get(k, 0.0) + w
+        total[k] = [a + w * b for a, b in zip(total.get(k, [0.0] * len(y)), y)]
+    return {k: [v / mass[k] for v in total[k]] for k in mass if mass[k] > 0}
+
+
+def order1_oracle(data):
+    V, L, C = data.vocab_size, data.seq_len, data.n_labels
+    base = _conditional_oracle(data, lambda x: ())[()]
+    out = []
+    for s in range(V):
+        row = []
+        for i in range(L):
+            row += _conditional_oracle(data, lambda x: x[i]).get(s, base)
+        out.append(row)
+    return torch.tensor(out, dtype=torch.float64)
+
+
+def pair_oracle(data, i, j):
+    V, C = data.vocab_size, data.n_labels
+    base = _conditional_oracle(data, lambda x: ())[()]
+    pi, pj, pij = (_conditional_oracle(data, k) for k in (lambda x: x[i], lambda x: x[j], lambda x: (x[i], x[j])))
+    out = torch.zeros(V, V, C, dtype=torch.float64)
+    for (s, t), p in pij.items():
+        out[s, t] = torch.tensor([p[c] - pi[s][c] - pj[t][c] + base[c] for c in range(C)], dtype=torch.float64)
+    return out
+
+
 def rows_oracle(matrix, atol):
     rows = matrix.double().tolist()
     return sum(all(max(abs(a - b) for a, b in zip(r, rows[j])) > atol for j in range(i)) for i, r in enumerate(rows))
@@ -693,6 +748,12 @@ SPECS = {
         lambda g, w: number_close(1e-6)(g, w) is None, cka_oracle,
         {"rows centred (over features), not columns": cka_centred_over_features,
          "one overall mean subtracted": cka_centred_by_one_mean}),
+    "check_01_order1_signature": Spec(
+        checks.check_01_order1_signature, S.datasets().map(lambda d: (d,)), contract_01.order1, _tensors(1e-5), order1_oracle,
+        {"absent tokens filled with 1/C, not P(y)": order1_uniform_fill}),
+    "check_01_pair_interaction": Spec(
+        checks.check_01_pair_interaction, S.pair_inputs(), contract_01.pair, _tensors(1e-5), pair_oracle,
+        {"P(y | s, t) from one row per pair": pair_first_row_only}),
     "check_01_distinct_rows": Spec(
         checks.check_01_distinct_rows, S.grouped_rows(), checks.count_distinct_rows,
         lambda g, w: integer_equal()(g, w) is None, rows_oracle,

@@ -91,6 +91,15 @@ def datasets(draw, max_len: int = 3, max_vocab: int = 4, max_rows: int = 16) -> 
 
 
 @st.composite
+def pair_inputs(draw) -> tuple:
+    """(data, i, j) for set 01's pair term: a small Dataset of L = 2 or 3 positions and i ≠ j in either order."""
+    data = draw(datasets())
+    assume(data.seq_len >= 2)
+    i, j = draw(st.permutations(range(data.seq_len)))[:2]
+    return data, i, j
+
+
+@st.composite
 def entropy_inputs(draw) -> tuple:
     """(data, positions): positions any subset of 0..L-1, in any order, possibly empty."""
     data = draw(datasets())
