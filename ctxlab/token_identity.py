@@ -43,9 +43,9 @@ class ReinjectedMLP(Ensemble):
     for every token of the sequence and summed over positions (the MLP has no per-position hidden
     state). Layer l mixes them with α_l = softmax(router_l) over n_tables + 1 options; the last
     option is a null bank (a zero vector), so a layer can switch re-injection off. The router
-    starts at 0 (uniform α). ``inject_into="first"`` is the control: the tables reach the first
-    hidden layer only, where the embedding enters, so they are extra token parameters that are not
-    re-injected deeper. Every table is small-initialised like E (fan-in = its width), and is
+    starts at 0 (uniform α). ``inject_into="first"`` is the control: the tables are added to the first
+    hidden layer only (to E W1's output, reaching the logits through W2 and W3), not re-injected into
+    the second (which reaches them through W3 alone). Every table is small-initialised like E (fan-in = its width), and is
     drawn after W3, so model (γ, seed) starts from the same E, W1, W2, W3 for any ``n_tables``.
     Shapes: embedding [K, V, d], w1 [K, L*d, H], w2 [K, H, H], w3 [K, H, C],
     tables [K, n_tables, V, H], router [K, layers, n_tables + 1] (2 layers, or 1 for the control);
@@ -206,7 +206,7 @@ class RareTokenRun:
     bin_levels [n_bins, n_levels]: each bin's own ladder; runs: n_tables -> dict with loss [S, T],
     bins [S, n_bins, T], key_updates [S, n_keys] at ``early_step``, table_updates [S, n_keys]
     (‖ΔT‖ summed over tables; absent for n_tables = 0) and routing [S, layers, n_tables + 1] at the
-    end; input_only: the same for the control runs whose tables enter the first hidden layer only.
+    end; first_layer_only: the same for the control runs whose tables enter the first hidden layer only.
     """
 
     steps: Tensor
@@ -217,15 +217,15 @@ class RareTokenRun:
     early_step: int
     seeds: list[int]
     runs: dict[int, dict[str, Tensor]]
-    input_only: dict[int, dict[str, Tensor]] = field(default_factory=dict)
+    first_layer_only: dict[int, dict[str, Tensor]] = field(default_factory=dict)
 
-    def rung_steps(self, n_tables: int, input_only: bool = False) -> Tensor:
+    def rung_steps(self, n_tables: int, first_layer_only: bool = False) -> Tensor:
         """[S, n_bins, n_rungs]: the step at which each seed's bin first comes down to rung k, i.e. below
         the midpoint (H_{k-1} + H_k) / 2 of the bin's own ladder (k = 1, 2, ...); ``inf``: never.
-        ``input_only``: of the control run with that many tables at the first hidden layer only."""
-        runs = self.input_only if input_only else self.runs
+        ``first_layer_only``: of the control run with that many tables at the first hidden layer only."""
+        runs = self.first_layer_only if first_layer_only else self.runs
         if n_tables not in runs:
-            raise ValueError(f"no {'input-only ' if input_only else ''}run with n_tables={n_tables}; "
+            raise ValueError(f"no {'first-layer-only ' if first_layer_only else ''}run with n_tables={n_tables}; "
                              f"the runs have {sorted(runs)}")
         curves, mids = runs[n_tables]["bins"], (self.bin_levels[:, :-1] + self.bin_levels[:, 1:]) / 2
         return torch.stack([torch.stack([rung_steps(self.steps, curves[:, b], float(m)) for m in mids[b]], -1)
@@ -259,17 +259,17 @@ def _train_tables(task: Task, bins: list[Tensor], n: int, inject_into: str, seed
 def rare_token_experiment(tables: Sequence[int] = (0, 1, 2), seeds: Sequence[int] = (0, 1, 2), gamma: float = 0.75,
                           steps: int = 500, lr: float = 1.0, early_step: int = 10, n_bins: int = 4,
                           block: int = 8, exponent: float = 1.5, record_every: int = 5, hidden: int = 64,
-                          input_only: Sequence[int] = (), progress: bool | None = None, device=None) -> RareTokenRun:
+                          first_layer_only: Sequence[int] = (), progress: bool | None = None, device=None) -> RareTokenRun:
     """Train a :class:`ReinjectedMLP` ensemble over ``seeds`` for each table count on the Zipf task
     (full-batch GD on the exact population), recording the loss of every key-frequency bin; for each
-    count in ``input_only``, also the control whose tables enter the first hidden layer only."""
+    count in ``first_layer_only``, also the control whose tables enter the first hidden layer only."""
     integer(early_step, "early_step", minimum=1)
     if early_step % integer(record_every, "record_every", minimum=1) or early_step > steps:
         raise ValueError(f"early_step must be a recorded step (a multiple of record_every <= steps), got {early_step}")
-    for n in input_only:
-        integer(n, "input_only table count", minimum=1)
-    if not list(tables) + list(input_only):
-        raise ValueError("give at least one table count to train (tables or input_only)")
+    for n in first_layer_only:
+        integer(n, "first_layer_only table count", minimum=1)
+    if not list(tables) + list(first_layer_only):
+        raise ValueError("give at least one table count to train (tables or first_layer_only)")
     task = zipf_hierarchy(block, exponent)
     freq = key_frequency(task)
     bins = [task.role_tokens("key")[b] for b in frequency_bins(freq, n_bins)]
@@ -277,7 +277,7 @@ def rare_token_experiment(tables: Sequence[int] = (0, 1, 2), seeds: Sequence[int
     runs, controls = {}, {}
     for n in tables:
         run, runs[n] = _train_tables(task, bins, n, "every", *settings)
-    for n in input_only:
+    for n in first_layer_only:
         run, controls[n] = _train_tables(task, bins, n, "first", *settings)
     return RareTokenRun(run.steps, freq, bins, task.plateau_levels(), bin_levels(task.population, bins), early_step,
                         list(seeds), runs, controls)

@@ -69,7 +69,7 @@ def test_plain_model_is_a_two_layer_emb_mlp():
         assert torch.allclose(model(x), torch.nn.functional.gelu(torch.nn.functional.gelu(u) @ model.w2) @ model.w3, atol=1e-6)
 
 
-def test_the_input_only_control_injects_into_the_first_hidden_layer_alone():
+def test_the_first_layer_only_control_injects_into_the_first_hidden_layer_alone():
     x = zipf_hierarchy().population.x[:7]
     every, first = _model(1), _model(1, inject_into="first")
     assert first.router.shape == (2, 1, 2) and first.routing().shape == (2, 1, 2)
@@ -100,8 +100,8 @@ def test_bad_arguments_are_named():
         loglog_slope(torch.tensor([0.5, 0.0]), torch.tensor([1.0, 2.0]))
     with pytest.raises(ValueError, match="early_step"):
         rare_token_experiment(steps=10, early_step=7, record_every=5)
-    with pytest.raises(ValueError, match="input_only"):
-        rare_token_experiment(input_only=(0,))
+    with pytest.raises(ValueError, match="first_layer_only"):
+        rare_token_experiment(first_layer_only=(0,))
     with pytest.raises(ValueError, match="at least one table count"):
         rare_token_experiment(tables=())
     with pytest.raises(ValueError, match="exponent"):
@@ -170,7 +170,7 @@ def test_update_sizes_and_training_through_the_one_loop():
 
 def test_experiment_records_bins_updates_and_routing():
     run = rare_token_experiment(tables=(0, 1), seeds=(0, 1), steps=20, early_step=10, record_every=10, hidden=16,
-                                input_only=(1,), progress=False)
+                                first_layer_only=(1,), progress=False)
     assert run.steps.tolist() == [0, 10, 20] and len(run.bins) == 4
     assert run.runs[0]["bins"].shape == (2, 4, 3) and "table_updates" not in run.runs[0]
     assert run.runs[1]["table_updates"].shape == (2, 8) and run.runs[1]["routing"].shape == (2, 2, 2)
@@ -178,10 +178,10 @@ def test_experiment_records_bins_updates_and_routing():
     assert reached.shape == (2, 4, 3) and bool(torch.isinf(reached[..., 2]).all())  # 20 steps: no rung 3 yet
     with pytest.raises(ValueError, match="n_tables=2"):
         run.rung_steps(2)
-    assert sorted(run.input_only) == [1] and run.input_only[1]["routing"].shape == (2, 1, 2)
-    assert run.rung_steps(1, input_only=True).shape == (2, 4, 3)
-    with pytest.raises(ValueError, match="input-only run with n_tables=2"):
-        run.rung_steps(2, input_only=True)
+    assert sorted(run.first_layer_only) == [1] and run.first_layer_only[1]["routing"].shape == (2, 1, 2)
+    assert run.rung_steps(1, first_layer_only=True).shape == (2, 4, 3)
+    with pytest.raises(ValueError, match="first-layer-only run with n_tables=2"):
+        run.rung_steps(2, first_layer_only=True)
     ratios, steps = table_control_figure(run).axes
     assert len(ratios.collections) == 0 and len(ratios.lines) == 2 * 2  # a line of dots per seed and variant
     assert [t.get_text() for t in steps.get_legend().get_texts()] == ["K = 1, every layer", "K = 1, first hidden layer only",

@@ -125,13 +125,13 @@ def rung_step_figure(run) -> Figure:
 
 def table_control_figure(run, n_tables: int = 1) -> Figure:
     """The control of lesson 16: ``n_tables`` tables re-injected at every layer against the same tables
-    at the first hidden layer only (``RareTokenRun.input_only``). Left: ‖ΔT_s‖ / ‖ΔE_s‖ per key against
+    at the first hidden layer only (``RareTokenRun.first_layer_only``). Left: ‖ΔT_s‖ / ‖ΔE_s‖ per key against
     π(s), one dot per seed and key, log-log. Right: the step at which each bin is halfway down to rung
     1, against the bin's mean key frequency, with no table for reference; a line through the seed mean."""
-    if n_tables not in run.runs or n_tables not in run.input_only or 0 not in run.runs:
-        raise ValueError(f"needs runs with 0 and {n_tables} tables and an input-only run with {n_tables}")
+    if n_tables not in run.runs or n_tables not in run.first_layer_only or 0 not in run.runs:
+        raise ValueError(f"needs runs with 0 and {n_tables} tables and a first-layer-only run with {n_tables}")
     variants = [("every layer", run.runs[n_tables], run.rung_steps(n_tables)),
-                ("first hidden layer only", run.input_only[n_tables], run.rung_steps(n_tables, input_only=True))]
+                ("first hidden layer only", run.first_layer_only[n_tables], run.rung_steps(n_tables, first_layer_only=True))]
     colors = {"every layer": TABLE_COLORS[1], "first hidden layer only": TABLE_COLORS[3]}
     share = torch.stack([run.frequency[torch.as_tensor(ids)].mean() for ids in run.bins]).double()
     fig, (left, right) = plt.subplots(1, 2, figsize=(8.4, 3.4), layout="constrained")
