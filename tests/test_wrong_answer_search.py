@@ -296,6 +296,22 @@ def pair_first_row_only(data, i, j):
     return out
 
 
+def residual_of_argmax(data, probs, i, j):
+    """The model's argmax as its prediction (one-hot p), not its probabilities."""
+    hard = torch.nn.functional.one_hot(probs.argmax(-1), data.n_labels).to(probs.dtype)
+    return contract_06.pair_residual(data, hard, i, j)
+
+
+def residual_over_the_first_position(data, probs, i, j):
+    """Rows grouped by x_i alone: the same residual for every t (where the pair occurs)."""
+    V, w = data.vocab_size, data.weights.double()
+    err = w[:, None] * (data.targets().double() - probs.double())
+    by_s = torch.zeros(V, data.n_labels, dtype=torch.float64).index_add_(0, data.x[:, i], err)
+    by_s = by_s / torch.zeros(V, dtype=torch.float64).index_add_(0, data.x[:, i], w).clamp_min(1e-300)[:, None]
+    occurs = contract_06.pair_residual(data, torch.zeros_like(probs), i, j).abs().sum(-1, keepdim=True) > 0
+    return by_s[:, None].expand(V, V, -1) * occurs
+
+
 def rows_isclose_default_rtol(matrix, atol):
     return len(set(_greedy(matrix, lambda a, b: bool(torch.isclose(a, b, atol=atol).all()))))
 
@@ -559,6 +575,20 @@ def pair_oracle(data, i, j):
     return out
 
 
+def residual_oracle(data, probs, i, j):
+    V, C = data.vocab_size, data.n_labels
+    mass, total = {}, {}
+    for x, y, p, w in zip(data.x.tolist(), data.targets().double().tolist(), probs.double().tolist(), data.weights.double().tolist()):
+        k = (x[i], x[j])
+        mass[k] = mass.get(k, 0.0) + w
+        total[k] = [a + w * (b - q) for a, b, q in zip(total.get(k, [0.0] * C), y, p)]
+    out = torch.zeros(V, V, C, dtype=torch.float64)
+    for (s, t), m in mass.items():
+        if m > 0:
+            out[s, t] = torch.tensor([v / m for v in total[(s, t)]], dtype=torch.float64)
+    return out
+
+
 def rows_oracle(matrix, atol):
     rows = matrix.double().tolist()
     return sum(all(max(abs(a - b) for a, b in zip(r, rows[j])) > atol for j in range(i)) for i, r in enumerate(rows))
@@ -779,6 +809,9 @@ SPECS = {
         checks.check_05_growth_rate, S.growth_inputs(), lambda t, a, lo, hi: float(fit_growth_rate(t, a, lo, hi)),
         lambda g, w: as_float(g) is not None and abs(as_float(g) - w) <= 1e-4 * abs(w), growth_oracle,
         {"ln a, not ln |a|": rate_signed_log, "start and stop as record indices": rate_window_by_index}),
+    "check_06_pair_residual": Spec(
+        checks.check_06_pair_residual, S.residual_inputs(), contract_06.pair_residual, _tensors(1e-4), residual_oracle,
+        {"the argmax as the prediction": residual_of_argmax, "rows grouped by x_i alone": residual_over_the_first_position}),
     "check_06_next_pairs": Spec(
         checks.check_06_next_pairs, S.pair_term_tasks(), splitting_pairs, lambda g, w: sorted(map(tuple, g)) == sorted(w),
         next_pairs_oracle,

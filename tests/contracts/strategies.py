@@ -379,6 +379,16 @@ def growth_inputs(draw) -> tuple:
 
 
 @st.composite
+def residual_inputs(draw) -> tuple:
+    """(data, probs, i, j) for set 06's residual table: a small Dataset of L = 2 or 3 positions, model
+    predictions probs [N, C] (softmax rows of any sharpness, float32 or float64) and i ≠ j in either order."""
+    data, i, j = draw(pair_inputs())
+    g = _generator(draw)
+    logits = draw(st.sampled_from((0.1, 1.0, 5.0))) * torch.randn(data.n, data.n_labels, generator=g, dtype=torch.float64)
+    return data, torch.softmax(logits, -1).to(draw(st.sampled_from((torch.float32, torch.float64)))), i, j
+
+
+@st.composite
 def pair_term_tasks(draw) -> tuple:
     """(data,) for set 06's next pairs: ``pair_term_population`` of L = 2 to 4 positions over V = 2 or 3
     tokens, uniform weights or independent per-position weights, with 0 to 2 single-position terms and
