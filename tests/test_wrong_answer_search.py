@@ -43,7 +43,7 @@ from ctxlab.checks.lesson08 import layernorm_norms_reference
 from ctxlab.checks.lesson09 import bigram_counts, bigram_table, closest_steps, kl_to_bigram
 from ctxlab.checks.lesson10 import signature_from_counts
 from ctxlab.checks.lesson10_build import frequency_report_reference, report_differs
-from ctxlab.checks.lesson05 import switch_on_order_reference
+from ctxlab.checks.lesson05 import singular_values_reference, switch_on_order_reference
 from ctxlab.checks.lesson06 import splitting_pairs
 from ctxlab.checks.lesson13_build import first_step_at_or_below
 from ctxlab.checks.lesson13 import classes_of, knn_overlap, same_partition, shared_count
@@ -310,6 +310,17 @@ def residual_over_the_first_position(data, probs, i, j):
     by_s = by_s / torch.zeros(V, dtype=torch.float64).index_add_(0, data.x[:, i], w).clamp_min(1e-300)[:, None]
     occurs = contract_06.pair_residual(data, torch.zeros_like(probs), i, j).abs().sum(-1, keepdim=True) > 0
     return by_s[:, None].expand(V, V, -1) * occurs
+
+
+def svals_first_position_only(data):
+    """The key's block alone (x_0), not every position's."""
+    first = Dataset(data.x[:, :1], data.y, data.vocab_size, data.n_labels, data.weights)
+    return singular_values_reference(first)
+
+
+def svals_squared(data):
+    """Eigenvalues of Σ Σᵀ, the squares of the singular values."""
+    return singular_values_reference(data) ** 2
 
 
 def rows_isclose_default_rtol(matrix, atol):
@@ -589,6 +600,16 @@ def residual_oracle(data, probs, i, j):
     return out
 
 
+def svals_oracle(data):
+    V, L, C = data.vocab_size, data.seq_len, data.n_labels
+    sigma = [[0.0] * (L * V) for _ in range(C)]
+    for x, y, w in zip(data.x.tolist(), data.targets().double().tolist(), data.weights.double().tolist()):
+        for i, s_ in enumerate(x):
+            for c in range(C):
+                sigma[c][i * V + s_] += w * (y[c] - 1.0 / C)
+    return torch.linalg.svdvals(torch.tensor(sigma, dtype=torch.float64))
+
+
 def rows_oracle(matrix, atol):
     rows = matrix.double().tolist()
     return sum(all(max(abs(a - b) for a, b in zip(r, rows[j])) > atol for j in range(i)) for i, r in enumerate(rows))
@@ -802,6 +823,9 @@ SPECS = {
         checks.check_03_longest_wait, S.wait_ensembles(), longest_wait_reference, _same_gamma, wait_oracle,
         {"sum over seeds instead of the mean": wait_summed_over_seeds,
          "never counted as steps[-1], not steps[-1] + 1": wait_never_as_last_step}),
+    "check_05_singular_values": Spec(
+        checks.check_05_singular_values, S.datasets().map(lambda d: (d,)), singular_values_reference, _tensors(1e-6),
+        svals_oracle, {"the key's block alone": svals_first_position_only, "squared (eigenvalues of Σ Σᵀ)": svals_squared}),
     "check_05_switch_on_order": Spec(
         checks.check_05_switch_on_order, S.switch_on_inputs(), switch_on_order_reference, _int_lists, switch_on_oracle,
         {"record 0 never looked at": order_without_record_0, "the last record never looked at": order_without_last_record}),
