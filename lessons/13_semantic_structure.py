@@ -158,8 +158,9 @@ for i, (read, step) in enumerate(zip(reads, collapse[small].tolist())):
           f"rests on it over {read.rungs[1].span}")
 
 # %% [markdown]
-# So the first anchors do not collapse on a plateau. Their *within* cosine passes 0.8 at steps
-# 500–540, after the loss has left H1 (its rest there ends at step 450–470) and while it falls onto
+# So the first anchors' collapse is not complete on a plateau. Their *within* cosine starts to
+# rise while the loss still rests on H1 (figure above, from about step 350), but passes 0.8 only at
+# steps 500–540, after that rest has ended (at step 450–470) and while the loss falls onto
 # the dotted sub-level H(Y | x1, [A(x2)=0]) = 0.906, which it reaches at steps 560–580: at the
 # collapse step the loss is 0.930–0.936, on its way down. The loss then rests on the sub-level
 # (to step 920–980) and is halfway down the second stair 460–470 steps after the collapse. The
@@ -177,6 +178,9 @@ moved_within = {name: class_cosines(moved, cls, tokens=idx)[0] for name, (cls, i
 for name, w in moved_within.items():
     print(f"{name:<32} within, E - E0: γ = 1 {w[small].mean():.2f} ± {w[small].std():.2f}, "
           f"γ = 0.5 {w[~small].mean():.2f} ± {w[~small].std():.2f}")
+start, added = syn.embeddings[:, 0].norm(dim=-1).mean(-1), moved.norm(dim=-1).mean(-1)  # mean row norms, per model
+print("mean row norm of E0 / of E - E0 at the end: γ = 1", [f"{a:.2f} / {b:.2f}" for a, b in zip(start[small], added[small])],
+      " γ = 0.5", [f"{a:.2f} / {b:.2f}" for a, b in zip(start[~small], added[~small])])
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -200,13 +204,15 @@ plt.show()
 # %% [markdown]
 # The displacement is class-structured at both scales (its within-class cosine is high for
 # standard init too). What standard init lacks is not the signal but the *collapse*: the random
-# start E₀ stays in the embedding and keeps same-class tokens apart. Small init is what makes the
+# start E₀, as large as what training added (row norms printed above), stays in the embedding and
+# keeps same-class tokens apart. Small init is what makes the
 # signature structure the *whole* embedding rather than a part of it.
 #
 # Note what this test can and cannot show. Tokens of one signature class are interchangeable in
 # the data, so training pushes them alike from any start, and exactly alike from equal starting
-# rows. The collapse at small init therefore follows from that symmetry alone; it needs no
-# staircase. What small init contributes is that no random start is left to hide it.
+# rows. So the symmetry is what lets equal signatures end at one point; when a class gets there is
+# set by the staircase, and this lesson measures it only for the keys and the first anchors, whose
+# stairs come by step 1200. What small init contributes is that no random start is left to hide it.
 
 # %% [markdown]
 # ### Real text: embedding neighbours vs signature neighbours
@@ -266,9 +272,9 @@ print("E: small-init mean overlap > standard-init mean:", bool(E_end[small_lm].m
 # %% [markdown]
 # The right panel answers the displacement question (it starts at the first recorded step: at
 # step 0 there is no displacement). What Adam adds to the embedding is aligned with the bigram
-# signature at both scales from the first recorded step on, and the two inits cannot be told apart
-# up to about step 100. After that the standard-init displacement drifts down for one seed, and
-# it ends lower (0.45 ± 0.07 against 0.55 ± 0.00). The left panel is the embedding the model
+# signature at both scales from the first recorded step on, and the two inits' curves overlap up
+# to about step 100, standard init slightly ahead on average. After that the standard-init
+# displacement drifts down for one seed, and on average it ends lower (0.45 ± 0.07 against 0.55 ± 0.00). The left panel is the embedding the model
 # computes with: there standard init lags from step 20 to the end. We take E (left) as the main
 # result, since "semantic structure in the embedding space" is a statement about E, not about its
 # change.
@@ -277,7 +283,7 @@ print("E: small-init mean overlap > standard-init mean:", bool(E_end[small_lm].m
 #
 # Comparing after the same number of steps is not a clean test of init. After 400 steps the
 # standard-init models are further along: their held-out loss is 2.44–2.45 against 2.57–2.65 at
-# small init, about 0.2 nats lower. A model that has moved further past bigram statistics may hold
+# small init, 0.12 to 0.21 nats lower. A model that has moved further past bigram statistics may hold
 # less bigram-like neighbourhoods for that reason alone. So we read both overlaps again, on the same
 # recorded runs, at **matched loss**: for a held-out loss level, each model's overlap at its first
 # recorded step with a loss at or below that level (`ctxlab.align.at_matched_loss`). The table
@@ -318,8 +324,8 @@ print("E − E₀ at matched loss: the gap between the inits smaller than E's at
 #
 # The displacement behaves differently. Down to a loss of 2.8 the two inits' E − E₀ agree within
 # 0.04 (the table), and the curves in the right panel cross one another. From 2.7 down a gap opens
-# (0.06, then 0.09), about as large as the one at step 400 (0.55 against 0.45), and in the figure
-# most of it is one standard-init seed falling away. So matching the loss does not remove the late drift of the standard-init
+# (0.06, then 0.09), up to nine tenths of the one at step 400 (0.55 against 0.45), and in the
+# figure one standard-init seed falling away is part of it, most of it at the lowest losses. So matching the loss does not remove the late drift of the standard-init
 # displacement; what it shows is that the drift is smaller than the gap on E at every level, and
 # absent over most of the loss range. What survives the matching is the gap on E, and most of it
 # is the random start that standard init keeps.
@@ -365,8 +371,9 @@ for ch in ("e", "a", "t", ",", " "):
 # %% [markdown]
 # ## Summary
 #
-# * Under small init, tokens with equal signatures collapse to cosine ≈ 1, the first anchors while
-#   the loss falls from H1 onto the sub-level 0.906, long before it is halfway down the second stair.
+# * Under small init, the keys and the first anchors, tokens with equal signatures whose stairs have
+#   come, collapse to cosine ≈ 1; the first anchors start while the loss rests on H1 and pass 0.8
+#   while it falls onto the sub-level 0.906, long before it is halfway down the second stair.
 # * Under standard init the same class-structured push is added to a random start that keeps
 #   same-class tokens apart. The push is alike within a class because the class's tokens are
 #   interchangeable in the data; small init only leaves no random start to hide it.
