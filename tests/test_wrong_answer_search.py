@@ -26,7 +26,8 @@ from typing import Any
 
 import pytest
 import torch
-from contracts import (contract_01, contract_02, contract_03, contract_05, contract_06, contract_07, contract_08, contract_09, contract_10, contract_12,
+from contracts import (contract_01, contract_02, contract_03, contract_05, contract_06, contract_07, contract_08, contract_09, contract_10, contract_11,
+                       contract_12,
                        contract_13, contract_14, contract_15, contract_16)
 from contracts import strategies as S
 from hypothesis import HealthCheck, Phase, find, given, settings
@@ -45,6 +46,7 @@ from ctxlab.checks.lesson10 import signature_from_counts
 from ctxlab.checks.lesson10_build import frequency_report_reference, report_differs
 from ctxlab.checks.lesson05 import singular_values_reference, switch_on_order_reference
 from ctxlab.checks.lesson06 import splitting_pairs
+from ctxlab.checks.lesson11 import finishing_order
 from ctxlab.checks.lesson13_build import first_step_at_or_below
 from ctxlab.checks.lesson13 import classes_of, knn_overlap, same_partition, shared_count
 from ctxlab.composition import line_up
@@ -321,6 +323,31 @@ def svals_first_position_only(data):
 def svals_squared(data):
     """Eigenvalues of Σ Σᵀ, the squares of the singular values."""
     return singular_values_reference(data) ** 2
+
+
+def race_summed_over_seeds(runs, levels):
+    """The seeds' steps summed, not averaged: a condition with fewer seeds looks faster."""
+    return _race_by(runs, levels, lambda last: float(last.double().sum()))
+
+
+def race_by_record_index(runs, levels):
+    """The mean crossing index, not the mean step: conditions on other grids are compared wrongly."""
+    def index(steps, loss):
+        below = torch.as_tensor(loss) < (levels[-2] + levels[-1]) / 2
+        return torch.where(below.any(1), below.int().argmax(1), torch.full((below.shape[0],), -1))
+    done = {n: index(*run) for n, run in runs.items()}
+    done = {n: float(v.double().mean()) for n, v in done.items() if bool((v >= 0).all())}
+    return sorted(done, key=done.get)
+
+
+def _race_by(runs, levels, summary):
+    from ctxlab.rungs import stair_onsets
+    done = {}
+    for name, (steps, loss) in runs.items():
+        last = stair_onsets(torch.as_tensor(steps), torch.as_tensor(loss), list(levels))[:, -1]
+        if bool((last >= 0).all()):
+            done[name] = summary(last)
+    return sorted(done, key=done.get)
 
 
 def rows_isclose_default_rtol(matrix, atol):
@@ -610,6 +637,19 @@ def svals_oracle(data):
     return torch.linalg.svdvals(torch.tensor(sigma, dtype=torch.float64))
 
 
+def race_oracle(runs, levels):
+    middle = (levels[-2] + levels[-1]) / 2
+    done = {}
+    for name, (steps, loss) in runs.items():
+        firsts = []
+        for row in loss.double().tolist():
+            hits = [s for s, v in zip(steps.tolist(), row) if v < middle]
+            firsts.append(hits[0] if hits else None)
+        if all(f is not None for f in firsts):
+            done[name] = sum(firsts) / len(firsts)
+    return sorted(done, key=done.get)
+
+
 def rows_oracle(matrix, atol):
     rows = matrix.double().tolist()
     return sum(all(max(abs(a - b) for a, b in zip(r, rows[j])) > atol for j in range(i)) for i, r in enumerate(rows))
@@ -873,6 +913,9 @@ SPECS = {
          "each half ranked by its own counts": report_halves_ranked_on_their_own,
          "the real score counted as a shuffle": report_identity_first,
          "ids that never occur left out": report_unseen_ids_dropped}),
+    "check_11_finishing_order": Spec(
+        checks.check_11_finishing_order, S.race_inputs(), finishing_order, lambda g, w: list(g) == list(w), race_oracle,
+        {"summed over seeds": race_summed_over_seeds, "the mean record index": race_by_record_index}),
     "check_12_line_up": Spec(
         checks.check_12_line_up, S.line_up_inputs(), lambda E, t, v: float(line_up(E, t, v)),
         lambda g, w: number_close(1e-6)(g, w) is None, line_up_oracle,
@@ -910,7 +953,7 @@ SPECS = {
                               _tensors(1e-4), bin_oracle, {"ids matched at any position": bin_ids_at_any_position}),
 }
 
-CONTRACTS = {row.check.__name__: row for module in (contract_01, contract_02, contract_03, contract_05, contract_06, contract_07, contract_08, contract_09, contract_10, contract_13,
+CONTRACTS = {row.check.__name__: row for module in (contract_01, contract_02, contract_03, contract_05, contract_06, contract_07, contract_08, contract_09, contract_10, contract_11, contract_13,
                                          contract_12, contract_14, contract_15, contract_16)
              for row in module.CONTRACT}
 

@@ -141,7 +141,7 @@ def finishing_order(runs: dict[str, tuple[Tensor, Tensor]], levels: Sequence[flo
 LEVELS = (1.0986, 0.9503, 0.8419, 0.6630)
 
 
-def _curves(steps: Tensor, drops: Sequence[Sequence[float]], levels=LEVELS, floor: float = 0.015) -> Tensor:
+def race_curves(steps: Tensor, drops: Sequence[Sequence[float]], levels=LEVELS, floor: float = 0.015) -> Tensor:
     """Loss curves [n, T] dropping from level to level at the given steps (inf: never), settling just above H_L."""
     out = []
     for seed_drops in drops:
@@ -188,10 +188,19 @@ def _race_cases() -> list[Case]:
             "one slow seed": [(30, 100, 200), (30, 100, 210), (30, 100, 800)],
             "even": [(30, 100, 300), (30, 100, 310), (30, 100, 320)],
         }, True),
+        ("two seeds against three: fewer seeds is not faster", {
+            "two seeds": [(30, 100, 500), (30, 100, 520)],
+            "three seeds": [(30, 100, 400), (30, 100, 410), (30, 100, 390)],
+        }, True),
+        ("each condition on its own step grid (every 50 steps, every 10)", {
+            "coarse": (torch.arange(0, 1001, 50), [(30, 100, 400), (30, 100, 420)]),
+            "fine": (steps, [(30, 100, 300), (30, 100, 310)]),
+        }, True),
     ]  # fmt: skip
     cases = []
     for label, spec, hidden in specs:
-        runs = {name: (steps, _curves(steps, drops)) for name, drops in spec.items()}
+        grids = {name: drops if isinstance(drops, tuple) else (steps, drops) for name, drops in spec.items()}
+        runs = {name: (grid, race_curves(grid, drops)) for name, (grid, drops) in grids.items()}
         if label.startswith("the lowest"):
             runs["late"] = (steps, runs["late"][1] - 0.03 * (steps.double() / 1000))  # ends lower, arrives later
         cases.append(Case(label, (runs, LEVELS), finishing_order(runs, LEVELS), hidden))
@@ -205,6 +214,21 @@ def _last_onsets(run: tuple[Tensor, Tensor], levels: Sequence[float]) -> Tensor:
 def _mean_steps(c: Case, names: list[str]) -> list[float]:
     runs, levels = c.args
     return [float(_last_onsets(runs[n], levels).double().mean()) for n in names]
+
+
+def _race_order(c: Case, summary) -> list[str]:
+    """The finishing order under another summary of the seeds' last onsets (None: the mean record index)."""
+    runs, levels = c.args
+    done = {}
+    for name, run in runs.items():
+        last = _last_onsets(run, levels)
+        if bool((last >= 0).all()):
+            if summary is None:
+                index = torch.searchsorted(torch.as_tensor(run[0]).contiguous(), last.contiguous())
+                done[name] = float(index.double().mean())
+            else:
+                done[name] = summary(last)
+    return sorted(done, key=done.get)
 
 
 def _as_names(value: Any) -> list[str] | None:
@@ -252,6 +276,11 @@ def check_11_finishing_order(fn: Callable[[dict, Sequence[float]], list[str]]) -
         Diagnosis(ties_reordered, "conditions with the same mean step keep the order in which `runs` lists them "
                                   "(Python's sorted is stable; do not break ties by name or reverse them)"),
         Diagnosis(by_median, "order by the MEAN step over seeds, not the median"),
+        Diagnosis(lambda g, e, c: _as_names(g) == _race_order(c, lambda last: float(last.double().sum())) and _as_names(g) != e,
+                  "that sums the seeds' steps; conditions may have different numbers of seeds: take the mean"),
+        Diagnosis(lambda g, e, c: _as_names(g) == _race_order(c, None) and _as_names(g) != e,
+                  "that compares record indices; each condition has its own step grid: read the STEP at which each "
+                  "seed gets halfway down (stair_onsets returns steps)"),
         Diagnosis(lambda g, e, c: e and _as_names(g) == [],
                   "halfway down the last stair means dropping below the *midpoint* between the last two levels "
                   "(the loss approaches H_L from above and may never go below it)"),

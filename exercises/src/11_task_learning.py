@@ -101,7 +101,7 @@ ctxlab.checks.check_11_signature_table(signature_table)
 # ΔS¹⁺²⁺³ table? Which never is?
 #
 # Then write `finishing_order(runs, levels)`: `runs` maps a condition name to `(steps [T],
-# loss [n_seeds, T])`, `levels` is H0..HL. Return the names of the conditions in which **every**
+# loss [n_seeds, T])`, each condition with its own step grid and number of seeds; `levels` is H0..HL. Return the names of the conditions in which **every**
 # seed gets halfway down the last stair, fastest first by the **mean** step over seeds. "Halfway
 # down" is the lesson's onset rule: the first recorded step below the midpoint of the last two levels
 # (`stair_onsets(steps, loss, levels)[:, -1]`, which is -1 for "never"). Conditions with the same

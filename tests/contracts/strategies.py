@@ -17,6 +17,8 @@ from hypothesis import assume
 from hypothesis import strategies as st
 
 from ctxlab.checks.lesson06 import pair_term_population
+from ctxlab.checks.lesson11 import LEVELS as RACE_LEVELS
+from ctxlab.checks.lesson11 import race_curves
 from ctxlab.dataset import Dataset
 from ctxlab.fixed_codes import code_width
 from ctxlab.learning_times import log_spaced_steps, order_losses, sigmoid_curve
@@ -446,6 +448,28 @@ def layernorm_tables(draw) -> tuple:
     if V > 1 and draw(st.booleans()):
         E[-1] = E[0]
     return (E.to(draw(st.sampled_from((torch.float32, torch.float64)))),)
+
+
+# --- races of conditions over seeds (set 11) -----------------------------------------------------
+
+
+@st.composite
+def race_inputs(draw) -> tuple:
+    """(runs, levels) for set 11's finishing order: 1 to 4 conditions, on one shared step grid or each on
+    its own (T = 10 to 60 records, from 0 or not, even or not), each with its own number of seeds (1 to
+    4); each seed's loss drops from level to level (``race_curves``), the last drop at a share of the run
+    drawn from a coarse set, so that means tie, single seeds stand out, and some seeds never get
+    halfway down the last stair."""
+    names = draw(st.lists(st.sampled_from(("signature", "random", "learned", "zeta", "alpha", "b")), min_size=1,
+                          max_size=4, unique=True))
+    shared = draw(step_grids(draw(st.integers(10, 60)))) if draw(st.booleans()) else None
+    runs = {}
+    for name in names:
+        steps = shared if shared is not None else draw(step_grids(draw(st.integers(10, 60))))
+        start, span = float(steps[0]), float(steps[-1] - steps[0])
+        lasts = draw(st.lists(st.sampled_from((0.35, 0.5, 0.65, 0.8, math.inf)), min_size=1, max_size=4))
+        runs[name] = (steps, race_curves(steps, [(start + 0.1 * span, start + 0.2 * span, start + f * span) for f in lasts]))
+    return runs, RACE_LEVELS
 
 
 # --- embeddings along a value line (set 12) ------------------------------------------------------
