@@ -141,10 +141,11 @@ for name, run in runs.items():
 # %% [markdown]
 # In both regimes the GPT is closest to the unigram model first (within 100 steps) and to the bigram
 # model later (after step 200), and its unigram KL rises again as it moves on: the staircase's
-# ordering, whatever the optimizer. It is no mark of small init, though: any learner moving from a
-# uniform guess towards the data passes near the unigram model first, as do the recorded standard-init
-# runs (end of lesson). What small init adds shows in the timing: SGD's short delay at ln V (below)
-# and, in the recorded runs, the pace.
+# ordering, whatever the optimizer. Whether it marks small init, this notebook cannot say: the
+# recorded standard-init runs (end of lesson) have their unigram minimum on their first record
+# after step 0, so at that recording interval their order says little. What small init may add
+# shows in the timing (no standard-init run here tests it): SGD's short delay at ln V (below) and,
+# in the recorded runs, the pace.
 #
 # At the end, is the bigram minimum a real one, that the curve has risen from? And the trigram?
 
@@ -190,7 +191,7 @@ print("SGD's loss jumps up by over 0.2 nats between two records at least once, e
 print("Adam's loss never jumps up by more than 0.2 nats:", bool((jumps["Adam, lr 0.01"] < 0.2).all()))
 
 # %% [markdown]
-# SGD stays near ln V for a short delay, the first two to four records (within 0.15 nats through
+# SGD stays near ln V for a short delay, the first three records (within 0.15 nats through
 # step 20, gone by step 50): far shorter than the rests of lessons 03–08, because the read-out of a
 # GPT grows fast at this learning rate. It leaves with a drop; Adam is already well below ln V at
 # the first record, step 10, as in lesson 08. Adam is closest to the bigram model at step 330–350,
@@ -228,7 +229,7 @@ for name, run in runs.items():
 # Both regimes pass H₁ within 100 steps, but only Adam clearly passes H₂: below it from step 180–230
 # and in every record from step 500 on, it ends 0.26–0.27 under it. SGD only comes down to H₂: its
 # first record below, at step 570, is a noisy dip (the check above holds for SGD by such dips), under
-# a third of its records from step 500 on are below, and it ends just under it (2.600, 2.612). Adam
+# a third of its records from step 500 on are below, and it ends just under it (2.612 and 2.599). Adam
 # beats the bigram model's loss before it is closest to its predictions (steps 330–350). No
 # contradiction: the KL measures how *different* the predictions are from the bigram model's, the
 # loss only how *good*; a model can beat the bigram model in places while differing elsewhere.
@@ -290,8 +291,8 @@ for name, m in margins.items():
 # Adam's row is consistent with that order; SGD's row is not, since its trigram margin is the
 # larger one from step 100 on. So this small GPT does not show one order of alignment.
 #
-# The jump of both curves to about 0.3 at steps 10–20 comes while E − E₀ is still tiny, the sum of
-# ten or twenty batch updates. CKA ignores scale, so a few noisy updates can score as high as a
+# The early jumps of the curves, in the first 20 steps (Adam's to about 0.3), come while E − E₀ is
+# still tiny, the sum of ten or twenty batch updates. CKA ignores scale, so a few noisy updates can score as high as a
 # displacement grown for hundreds of steps. They settle by step 100; we read them from there.
 #
 # ## What the GPT writes
@@ -387,15 +388,16 @@ print("recorded CKA at the end higher for standard init than for small init, bot
 # every record to step 1600: the orange curves lie below the purple ones until about step 1700), and
 # a trigram KL of 0.67–0.68 at best is, by the quick profile's standard, nowhere near being the
 # trigram model. So the recording shows a unigram and a bigram phase, but no trigram phase. Standard
-# init (γ = 0.5) has its KL minima at 50 → 200 → 350 and 50 → 200 → 200 (seed 1: bigram and
-# trigram tie at step 200), all within the first 400 steps: unigram before bigram at both inits,
-# at a different pace. Nor does the GPT go past the
+# init (γ = 0.5) has its KL minima at 50 → 200 → 350 and 50 → 200 → 200 (seed 1: the bigram and
+# trigram minima fall on the same record), all within the first 400 steps; its unigram minimum is
+# its first record after step 0, so the recording cannot show how near the unigram model it came. Nor does the GPT go past the
 # trigram model in loss: every model's lowest held-out loss stays above H₃.
 #
 # The 3000 steps show each model over 20 times as many tokens as the text has characters (and BPE
-# tokens are fewer than characters): the standard-init models start to memorise it within the
-# first 1000 steps, and their held-out loss climbs back by more than half a nat; the small-init
-# models bottom out late in the run, after step 2000.
+# tokens are fewer than characters): the standard-init models have their lowest held-out loss by
+# step 1000 and then climb back by more than half a nat, as models that fit the training text at
+# the cost of held-out text would (no training loss is recorded); the small-init models have
+# theirs after step 2000, one of them near the last record, still falling.
 #
 # The recorded CKA curves show **standard init ending with the higher CKA** than small init, for
 # both signatures, the opposite of what the synthetic lessons suggest. Without a shuffled band we
@@ -422,12 +424,13 @@ print("recorded CKA at the end higher for standard init than for small init, bot
 #
 # * Trained with plain SGD or Adam from the same small init, the GPT is closest to the unigram model
 #   first and to the bigram model later, in every seed: the order of the KL minima survives the
-#   change of optimizer. It is no mark of small init: the recorded standard-init runs show it too.
+#   change of optimizer. The recorded standard-init runs cannot tell whether it marks small init:
+#   their unigram minimum falls on their first record after step 0.
 # * What does not survive is what lessons 07–08 predicted: SGD stays near ln V for a short delay
-#   (two to four records), Adam does not; Adam passes H₂ and is closest to the bigram model hundreds
+#   (three records), Adam does not; Adam passes H₂ and is closest to the bigram model hundreds
 #   of steps sooner, without SGD's spikes, while SGD only comes down to H₂ in 800 steps.
 # * In 800 steps only Adam's bigram minimum is a real one; in both regimes the KL to the trigram
-#   model is still falling at the end, and the held-out loss stays above H₃.
+#   model is lower in the last 200 steps than before, and the held-out loss stays above H₃.
 # * The embedding's CKA with both text signatures stands above its shuffled band from step 300 on;
 #   the bands are far from 0. Which signature has the larger margin depends on the optimizer (the
 #   trigram increment under SGD, the bigram signature under Adam), so no order of alignment shows.
