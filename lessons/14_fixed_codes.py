@@ -58,7 +58,8 @@ from ctxlab.train import train
 #
 # We write the bits as **±1**, not 0/1. With 0/1, token 0 is the zero vector, so it sends nothing
 # to the first layer, and tokens with more ones have larger norms. With ±1 every token has the same
-# norm √d, and each bit is centred over the code book. The paper's codes are binary; whatever
+# norm √d, and bits 0–2 are centred over the code book (with V = 24, not a power of two, bits 3
+# and 4 are +1 for only 8 of the 24 ids, a mean of −1/3). The paper's codes are binary; whatever
 # scale or offset it uses at the input is not given in the abstract, so this choice is ours.
 
 # %%
@@ -138,7 +139,8 @@ fig = plots.fixed_codes_curves(result)
 #
 # * The **learned** table rests on each rung in turn, as in lesson 03, ending soon after reaching H3.
 # * **Id codes** come down through H1 and H2 within the first few dozen steps without resting on
-#   them and end on H3, with a few jumps up (inputs this large make learning rate 1 a big step).
+#   them and end on H3, with a few jumps up (inputs this large presumably make learning rate 1 a
+#   big step).
 # * **Shuffled codes** are halfway down each stair sooner than the learned table, but jump several
 #   times and slow down just below H1, at about 0.58–0.60, from about step 40 to 120 (seed 1 to 240,
 #   down to 0.57; printed above): a level between H1 and H2 that no order predicts and this lesson
@@ -197,8 +199,8 @@ print("γ = 2: every id-code seed is halfway down to H3 within 4x its γ = 1 ons
 
 # %% [markdown]
 # With W1 and W2 hundreds to thousands of times smaller at the start, the id-code models are halfway
-# down the third stair only a little later (onsets 50–55 against 35–40), end on H3, and rest briefly
-# on H0 (10 steps), not at all on H1 or H2: what a product of two small factors predicts, not three.
+# down the third stair only a little later (onsets 50–55 against 35–40), end on H3, and pause on H0
+# for 10 steps, too short to count as a rest, and not at all on H1 or H2: what a product of two small factors predicts, not three.
 #
 # ### Fixed, or only large?
 #
@@ -245,12 +247,14 @@ print(f"codes × d^(−γ): no seed halfway down the first stair within {CONTROL
 print("trainable ±1 codes: order-1 share of R − R₀ below 0.5 at every step:", bool((control.shares[trained, 1:, 0] < 0.5).all()))
 
 # %% [markdown]
-# * **Left**: the trainable codes are, like the fixed ones, halfway down the three stairs at steps
-#   25, 85 and 160–175 with no rest on H1 or H2, and end within 0.01 of H3 (0.476–0.477) by step 600
-#   (the fixed ones: 0.483–0.490 after 1200): moving helps them finish, but brings no rest back.
+# * **Left**: the trainable codes are halfway down the three stairs at steps 25, 85 and 160–175
+#   (the fixed shuffled codes at 25–30, 95–175 and 405–485), with no rest on H1 or H2, as for the
+#   fixed ones, and end within 0.01 of H3 (0.476–0.477) by step 600 (the fixed ones: 0.484–0.490
+#   after 1200): moving helps them finish, but brings no rest back.
 # * **Right**: fixed codes at the learned table's size rest on H0 for all 600 steps, just starting to
 #   leave it at the end (0.685), where the learned table rests 120–135 steps and is halfway down the
-#   first stair by step 180: with E held small only W1 and W2 can grow, as the product picture says.
+#   first stair by step 180. With E held small only W1 and W2 can grow, and they start small too;
+#   this lesson does not measure why that waits longer than the learned table's three factors.
 #
 # So for the rests, what the previous sections credited to "fixed codes" is, in this model, mostly
 # "large codes". For the token structure the controls say less: the trainable ±1 codes' order-1
@@ -274,9 +278,9 @@ fig = plots.first_layer_shares(result)
 #   order-by-order build-up, now seen in the first layer.
 # * **Id codes**: the same order, but all within the first 100 steps; after that the three shares
 #   stay near a third each and together hold almost all of the change: the first layer moves only
-#   in the signatures' directions, which for these codes are each position's attribute bit.
-# * **Shuffled codes**: order 1 holds about a third of the change at first (the codes reach 65 % of
-#   ΔS¹); after step 100 no order holds a fifth of it, and order 1's share ends at chance.
+#   in the signatures' directions (for these codes, we read them as each position's attribute bit).
+# * **Shuffled codes**: order 1 holds about a third of the change at first (a share of ‖R − R₀‖²; the
+#   codes' span reaches 65 % of ΔS¹, a different fraction); after step 100 no order holds a fifth of it, and order 1's share ends at chance.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -316,10 +320,10 @@ print("shuffled codes: every seed below the 95 % shuffle level:", all(float(r2[k
 # %% [markdown]
 # With shuffled codes, the first layer's token rows end up **no closer to ΔS¹ than to a shuffled
 # ΔS¹**, yet the loss came down past H1 in every seed: the network knows the order-1 rule. The first
-# layer uses the 65 % of ΔS¹ its codes reach only at first (the shares above); then the rule is
-# carried after the GELU, from products of bits. Why training gives up a linear part it could keep,
-# this lesson leaves open. The structure E held in lesson 03 has left the token rows; with id codes
-# it is in the codes themselves, and the first layer only has to pick the right bit.
+# layer's change lies in order 1 only at first (the shares above), although its codes reach 65 % of
+# ΔS¹; the rule must then be carried after the GELU (we read it as products of bits, not measured
+# here). Why training gives up a linear part it could keep, this lesson leaves open. The structure E
+# held in lesson 03 has left the token rows; with id codes it is in the codes themselves.
 #
 # ## The small GPT with fixed codes
 #
@@ -357,18 +361,19 @@ fig = plots.gpt_codes_figure(gpt)
 # %% [markdown]
 # Read the four panels together (log step axis; seeds by line style):
 #
-# * Every condition comes closest to the unigram model early and is still approaching the bigram
+# * Every condition but the small codes comes closest to the unigram model early (before step 50)
+#   and every one is still approaching the bigram
 #   model when the 300 steps end: the order of lesson 09.
-# * The **learned** table stays near ln V for the first few steps, then drops onto the unigram
-#   model's level and stays close to that model (KL mostly 0.1–0.3), the held-out loss jumping up
+# * The **learned** table stays near ln V for the first few steps, then drops to just above the
+#   unigram model's level and stays close to that model (KL mostly 0.1–0.3), the held-out loss jumping up
 #   and down just above that level, until about step 40: a short slow-down of some 30 steps, not a
 #   rest of the kind gradient descent makes (lesson 03); Adam still erases those (lessons 08, 09).
 # * **Fixed codes** leave ln V from the first step and slide down without that pause: they never
 #   come as close to the unigram model (KL about 0.3 at best), and they come within 1 nat of the
 #   bigram model in about half the steps (the table).
-# * **Learned, from codes** does the same, step for step (closest to the unigram model at step 16,
-#   KL 0.28–0.33; within 1 nat of the bigram model at step 34): a table that can move but starts
-#   large takes the fixed codes' path.
+# * **Learned, from codes** does the same up to about step 50 (closest to the unigram model at step
+#   16, KL 0.28–0.33; within 1 nat of the bigram model at step 34), then runs below the fixed codes:
+#   a table that can move but starts large takes the fixed codes' path at first.
 # * **Fixed codes × d^(−γ)** do the opposite: they stay near ln V as long as the learned table, come
 #   far closer to the unigram model (KL 0.013–0.015 at step 62) and are not within 1 nat of the
 #   bigram model by step 300: a small fixed table slows down there longer than a learned one.
@@ -411,8 +416,8 @@ print("fixed codes end further from the trigram model than learned tables by ove
 # > the ±1 coding, where the init scale goes, the shuffled ids (standing in for the affine
 # > recoding), the two controls, the first-layer representation and the measures are ours. What it
 # > can say: at this scale fixed codes also come down the loss levels and, in the GPT, match the
-# > learned table's held-out loss after 300 steps; what they change comes from their size at the
-# > input, not from their being fixed. What it cannot say: anything about perplexity at 17B tokens,
+# > learned table's held-out loss after 300 steps; what they change in the rests comes from their
+# > size at the input, not from their being fixed (moving still helps them finish lower). What it cannot say: anything about perplexity at 17B tokens,
 # > deep transformers trained to the end, or codes under the paper's own input scaling.
 
 # %% [markdown]
@@ -421,14 +426,14 @@ print("fixed codes end further from the trigram model than learned tables by ove
 # * Fixed ±1 codes of the token ids (5 bits tiled to d = 32, E's init scale moved into W1) keep the
 #   rungs and their order, drop the rests on H1 and H2, and are halfway down each stair sooner than
 #   a learned table at the same γ; id codes end on H3.
-# * That comes from their size, not from their being fixed: shuffled codes that train from their ±1
+# * The rests' loss comes from their size, not from their being fixed: shuffled codes that train from their ±1
 #   start lose the rests too, and fixed codes at the learned table's size (× d^(−γ)) rest on H0 for
 #   the whole 600-step control, longer than the learned table.
 # * Where the code holds the task's attribute as a bit (raw ids), the first layer's change goes to
 #   orders 1, 2, 3 in turn within 100 steps, and its token rows beat shuffled signatures.
-# * Where it does not (shuffled ids), the token rows use the 65 % of ΔS¹ the codes reach only for
-#   the first few dozen steps and end at the level of shuffled signatures: the network learns the
-#   rules through its nonlinearity, with jumps in the loss, and is still above H3 after 1200 steps.
+# * Where it does not (shuffled ids), the first layer's change lies in order 1 only for the first
+#   few dozen steps and its token rows end at the level of shuffled signatures: the network learns
+#   the rules after the first layer, with jumps in the loss, and is still above H3 after 1200 steps.
 # * In the small GPT on text (7 bits tiled to d = 32), fixed codes come closest to the unigram model,
 #   then approach the bigram model, without the learned table's short slow-down near the first; they
 #   are within 1 nat of the bigram model sooner and end 300 Adam steps at the learned table's loss
