@@ -122,7 +122,8 @@ fig = plots.token_curves_figure(result.steps, result.curves, fitted, kinds, titl
 
 # %% [markdown]
 # Each kind's curves move between the dashed levels rung by rung, up and down as the table
-# predicts, and the 128 sequences of a kind stay close together. So the population has 512
+# predicts (one kind overshoots the order-2 line for a moment before rung 3), and the 128
+# sequences of a kind stay close together. So the population has 512
 # tokens but only four shapes of curve, and each shape has three events, not one.
 
 # %%
@@ -149,8 +150,8 @@ for title, m, order in zip(titles, kinds, kind_orders):
 # %% [markdown]
 # The kind that only goes down is fitted well by one broad sigmoid (large w: its three events merge
 # into one slope). The two kinds that fall at rung 1 and bump up at rung 2 are fitted by a sharp
-# step at rung 1, which misses the bump. The kind that rises at rung 1 is fitted by that rise
-# (Δ < 0), which misses its two later falls.
+# step at rung 1, which misses the bump. The kind that rises at rung 1 is fitted by a rise at rung
+# 1 (Δ < 0), which misses its two later falls.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -212,7 +213,8 @@ print("the mean loss falls by more than 0.05 nats after rung 2's onset (every se
 # ### Rebuilding the mean loss from the sigmoids
 #
 # If every token had one event, the weighted sum of the fitted sigmoids would be the mean loss,
-# and its slope in log t would be the learning-time spectrum. `reconstruction` compares both, with
+# and its slope in log t the learning-time spectrum, weighted by each token's drop Δ and broadened
+# by its width w (the histograms above count tokens instead). `reconstruction` compares both, with
 # the same finite differences on the recorded grid for the measured and the rebuilt curve.
 
 # %%
@@ -227,8 +229,9 @@ fig.tight_layout()
 
 # %% [markdown]
 # The measured loss rests on H1 and then on H2 (dashed); the sum of sigmoids follows it broadly but
-# smooths those treads away, and it ends above the measured loss (the rising kind's fitted rise is
-# never undone). The measured speed of descent
+# smooths those treads away, and it ends above the measured loss (the printed final losses; the
+# rising kind's fitted rise, never undone, is one part of the gap, and the other kinds' fits end
+# above their levels too). The measured speed of descent
 # (right) has three peaks, one per rung. The rebuilt one has a small sharp peak at rung 1 and one
 # broad, low hump from rung 1 to rung 3, with no peak of its own at rung 2 or rung 3.
 
@@ -278,7 +281,8 @@ fig = plots.token_curves_figure(text.steps, text.curves, text.fit.curves(text.st
 # %% [markdown]
 # One panel per order, every token's curve (thin, all seeds), the mean of the fitted sigmoids per
 # seed (black) and, dashed, the loss that each n-gram model gives those tokens (order 0 = unigram,
-# 1 = bigram, 2 = trigram). All curves start at ln V and fall together in the first few steps; many
+# 1 = bigram, 2 = trigram). All curves start at ln V (V = 76 characters: ln V = 4.33) and fall
+# together in the first few steps; many
 # jump up for a moment near step 9 and come back (the mean loss has the same spike, below). Then
 # they fan out, each token on its own path: the order-0 tokens (the characters that context makes
 # *less* likely) climb back up, while the others keep falling on average. The order-2 tokens end
@@ -327,12 +331,13 @@ print(f"a lower-order token learns first with probability: synthetic 1 before 3 
 # top of each other.
 #
 # Neither observation tells us much about the staircase yet, for two reasons. First, the order-2
-# tokens end at the bigram model's loss (2.432 against 2.437; the trigram model gives them 1.562):
-# these runs never learn the trigram statistics, so orders 1 and 2 *must* look alike here. Second,
+# tokens' mean loss at the end is the bigram model's (2.432 against 2.437, printed; the trigram
+# model gives them 1.562): these runs have not learned the trigram statistics, so nothing yet sets
+# orders 1 and 2 apart. Second,
 # the two spreads come from different kinds of data. On the synthetic task the population is exact
 # and training is full-batch, so the sequences of one kind are interchangeable and get the same τ
-# (order 1's IQR is 0.01). On text, every token is one held-out window and training is minibatch
-# Adam, and that noise alone can spread τ. A broad text spectrum is what many pictures would
+# (order 1's IQR is 0.01). On text, each token is one position of a held-out window and training
+# is minibatch Adam, noise that could spread τ by itself (no noise-free text run tests it). A broad text spectrum is what many pictures would
 # predict, not only the staircase.
 
 # %%
@@ -362,11 +367,13 @@ fig = plots.reconstruction_figure(text.steps, text.rec)
 # The sum of sigmoids follows the mean loss on text about as closely as on the synthetic task,
 # and again misses the shape of its derivative: the rebuilt speed of descent has the first
 # drop's peak at under 60 % of its measured height, and after it runs smoothly through the
-# measured one's bumps (which dip below zero where the loss rises for a step).
+# measured one's bumps (a central difference: the spike near step 9 shows as a tall positive
+# peak right after it, and the only dip below zero is at steps 12–14).
 #
 # The mean hides how poorly the single curves are fitted: only 36 % of the text curves are fitted
-# with R² above 0.8 (the last number printed above). So most text tokens here do not learn in one
-# localised transition, and the text spectrum above is built mostly from poor fits. The paper
+# with R² above 0.8 (the last number printed above). So most text token curves here are not one
+# localised transition, or are too noisy to show one, and the text spectrum above is built mostly
+# from poor fits. The paper
 # reports localised transitions at scale; this model is one block deep and only 400 steps into
 # training, so the disagreement says nothing yet about large models.
 
@@ -384,8 +391,8 @@ print("text: the rebuilt speed of descent peaks below 60 % of the measured peak 
 # - One sigmoid per token fits the tokens that only fall (R² above 0.9), not those that rise and
 #   fall (R² 0.3–0.9).
 # - Order-1 tokens learn at rung 1, as the staircase predicts; order-3 tokens get learning times at
-#   rung 1 or between rungs 1 and 2, never at rungs 2 and 3: a single sigmoid dates a token by its
-#   largest move.
+#   rung 1 or between rungs 1 and 2, never at rungs 2 and 3: a single sigmoid dates a token by one
+#   move, or averages several.
 # - The sum of the sigmoids follows the loss (R² above 0.9) but smooths its treads away, ends too
 #   high and does not rebuild the derivative (R² below 0.5): no peak at the later rungs.
 # - On text (a one-block character GPT, 400 Adam steps) each order's learning times spread over two
