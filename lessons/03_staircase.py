@@ -22,7 +22,8 @@
 # ## What we expect to see
 #
 # Lesson 01's hierarchy task has a key x1 and two anchors x2, x3; the label is the sum of the first
-# k token attributes, where k = 1, 2, 3 with probabilities 0.4, 0.3, 0.3. Lesson 01 used attributes
+# k token attributes (modulo the number of attribute values), where k = 1, 2, 3 with probabilities
+# 0.4, 0.3, 0.3. Lesson 01 used attributes
 # in {0, 1, 2}. The **headline task of the course uses binary attributes** (8 tokens per position,
 # labels in {0, 1}): then each order adds exactly one new thing to learn, and so, if the staircase
 # claim holds, exactly one rung. (We come back to three-valued attributes at the end: they add
@@ -151,8 +152,10 @@ print("γ = 0.5: some run spends ≥ 15 steps near H1 while passing it:", any(r.
 # share dim/(V − 1) in each (dotted lines). The **bottom row** shows the mean ‖E − E₀‖ of each token
 # role: keys carry order 1, first anchors order 2, second anchors order 3.
 #
-# Does each order arrive on its own rung? In the middle of every rest of every γ = 1 run: order k's
-# share is still below 0.05 on the rungs before H_k, and above 0.2 (over four times chance) on H_k. And
+# Does each order arrive on its own rung? In the middle of every rest of every γ = 1 run: for orders
+# 2 and 3, order k's share is still below 0.05 on the rungs before H_k; every order's share is above
+# 0.2 (over four times chance) on H_k. (Order 1's share is near 1 from the start: on H0 the
+# displacement is tiny, but what there is of it already lies in ΔS¹.) And
 # do the roles start moving in order (the step at which a role has covered half its final norm)?
 
 # %%
@@ -177,7 +180,7 @@ print("roles start moving in the order key -> anchor1 -> anchor2 in every seed:"
 # not return to 1 later: the final embedding holds all three orders at once (and some directions
 # that no signature names), but each order *arrives* on its own rung.
 #
-# Compare with CKA, lesson 02's standard metric, which barely separates the orders here:
+# Compare with CKA, lesson 02's standard metric, which scores ΔS² high before order 2 is learned:
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -197,7 +200,7 @@ print("seed 0 on H1: CKA with ΔS² is above 0.5 although order 2 has not been l
 # %% [markdown]
 # ## The embeddings on each rung
 #
-# For one run at γ = 1 take the step in the middle of the longest rest on each rung and project
+# For each γ = 1 run take the step in the middle of the longest rest on each rung and project
 # E − E₀ onto its two leading principal axes. Colour is the token role, the marker its attribute.
 #
 # > **Think.** On the H1 rung, how many clusters should the keys form? Where should the anchors be?
@@ -227,7 +230,8 @@ plt.show()
 # %% [markdown]
 # ## How γ sets the first rest
 #
-# At small init the model first rests at ln 2, learning nothing visible. Its dwell there, per γ,
+# At small init the model first rests at ln 2: the loss does not move, and the embedding has moved
+# only a little. Its dwell there, per γ,
 # averaged over seeds:
 
 # %%
@@ -292,17 +296,18 @@ plt.show()
 # %%
 print("levels:", names)
 for seed, read in zip(z3_run.seeds, z3_reads):
-    print(f"seed {seed}: dwell on each level {read.dwells()}, largest rise {read.rise:.2f}")
+    print(f"seed {seed}: dwell on each level {read.dwells()}, largest rise {read.rise:.2f}, final loss {read.final:.3f}")
 
 # %%
 # NBVAL_CHECK_OUTPUT
 print("every seed rests ≥ 100 steps on the order-2 sub-rung:", all(r.rungs[3].dwell >= 100 for r in z3_reads))
 print("some seed passes H(Y | x1, x2) without resting 50 steps:", any(r.rungs[4].dwell < 50 for r in z3_reads))
-print("every seed climbs back by more than 0.03 nats at least once:", all(r.rise > 0.03 for r in z3_reads))
+print("every seed climbs back by more than 0.01 nats at least once, some seed by more than 0.1:",
+      all(r.rise > 0.01 for r in z3_reads) and any(r.rise > 0.1 for r in z3_reads))
 
 # %% [markdown]
 # Every seed rests for hundreds of steps on the order-2 sub-rung (the middle dotted line), a level
-# no order of the ladder names, while H(Y | x1, x2) itself is passed without a rest in some seeds. With three-valued
+# no order of the ladder names, while H(Y | x1, x2) itself is passed without resting 50 steps in some seeds. With three-valued
 # attributes each order can bring two rungs (whether, then which), so each rest of this task has to
 # be read against the sub-rungs, or it is misread.
 #
@@ -317,12 +322,13 @@ print("every seed climbs back by more than 0.03 nats at least once:", all(r.rise
 # H(Y | x1, x2, [A(x3)=0]), is order 3's sub-rung: by step 2000 the curves pass it while they
 # oscillate, and no seed rests on it for long (its dwells above).
 #
-# Learning rate 1 is also at the edge of stability here: every seed climbs back at least once, and
-# the largest climbs are comparable to the whole first stair, H(Y) − H(Y | x1) ≈ 0.15, or larger
-# (the rises printed above): for a few steps, a climb that size gives back what a whole stair
-# gained. How high a spike goes is chaotic (lesson 00), so the check asks only for a climb of more
-# than 0.03. None has reached H(Y | x1, x2, x3) by step 2000. This notebook trains the task at
-# learning rate 1 only, so it does not separate the step size's part in these rises from the task's.
+# At learning rate 1 these runs also oscillate: every seed climbs back at least once, by amounts
+# that differ widely from seed to seed, and the largest climbs are larger than the whole first
+# stair, H(Y) − H(Y | x1) ≈ 0.15 (the rises printed above): for a few steps they give back more than
+# a stair gained. How high a spike goes is chaotic (lesson 00), so the check asks only for a climb
+# of more than 0.01 in every seed and of more than 0.1 in some seed. None has reached H(Y | x1, x2, x3) by step 2000 (the final losses printed above). This
+# notebook trains the task at learning rate 1 only, so it does not separate the step size's part in
+# these rises from the task's.
 # The headline task's γ = 1 runs, at the same learning rate, never climb back by more than 0.01
 # (checked above), and with binary attributes each order brings exactly one rung.
 
@@ -365,9 +371,9 @@ staircase_explorer(result=result)
 #   never climbs back, and ends on H3; at the standard γ = 0.5 the first rung all but disappears.
 # * A rest is measured as time within 0.01 nats of a predicted level *while flat*, so a slide or an
 #   unpredicted level is never credited to a rung.
-# * Order k's share of the embedding's displacement stays below 0.05 before the loss rests on H_k and
-#   is above 0.2 (over four times chance) while it does; keys, first anchors and second anchors start
-#   to move one rung after another; CKA barely separates the orders.
+# * Order k's share of the embedding's displacement (k = 2, 3) is below 0.05 on the rests before
+#   H_k, and every order's is above 0.2 (over four times chance) on H_k; keys, first anchors and second anchors start
+#   to move one rung after another; CKA scores ΔS² high before order 2 is learned.
 # * Three-valued attributes add predictable sub-rungs ("whether" before "which"): every seed rests on
 #   the order-2 one; by step 2000 the curves pass the order-3 one while they oscillate.
 #
