@@ -61,13 +61,15 @@ plt.show()
 # the label given the first one, two and three tokens: the lowest losses that statistics of order 1,
 # 2 and 3 can reach. At small initialization (γ = 1) the loss rests on each dashed line in
 # turn. At standard initialization (γ = 0.5) it does not rest on H1 at all, and this run (seed 0)
-# climbs back in short spikes (six seeds below show how often that happens at this learning rate).
+# climbs back in short spikes (six seeds below show how often that happens at this learning rate,
+# lr 1). Near H3 both approach it slowly, from a hundredth or so above, before they come within
+# 0.01 of it: the slow end of a descent, not a level of its own.
 #
 # **Middle row:** which part of the embedding has changed. Each order of statistics names some
 # directions in token space (lesson 01's signatures); the curves show the share of the change
 # E(t) − E(0) that lies in the directions order 1, 2 and 3 add (dotted: what a random embedding
 # would score). At γ = 1 order 1 holds almost all of the change from the first steps, through the
-# rests on H0 and H1, and the higher orders arrive on their own rungs; at γ = 0.5 order 2 takes the
+# rest on H0 and most of the rest on H1, and the higher orders arrive on their own rungs; at γ = 0.5 order 2 takes the
 # lead within the first hundred steps and order 3's share stays low. Both runs end on H3, so a low order-3 share does not mean
 # that the γ = 0.5 model lacks order 3: the share counts only how the embedding moved, and the layers
 # after the embedding can hold part of what a model learns (lesson 14 trains a model whose
@@ -76,7 +78,8 @@ plt.show()
 # anchor1 = second, anchor2 = third) have moved: at γ = 1 one kind after another.
 #
 # The run measures the same things in numbers, rung by rung (lesson 03 explains the measure): how
-# many steps the loss rests on each predicted level (its *dwell*: within 0.01 of it), the step where
+# many steps the loss rests on each predicted level (its *dwell*: within 0.01 of it and flat, a
+# slope of at most 10⁻⁴ nats per step, so that a slide through a level is not a rest), the step where
 # it is halfway down to each level from the one above (the *onset*), the most it ever climbs back,
 # and the level it ends on. At γ = 0.5 the table shows no rest on H1 but a rest on H2 (its dwell).
 
@@ -127,11 +130,12 @@ print("at least one of six seeds climbs back by more than 0.02:", max(rises) > 0
 # * **The rests sit at conditional entropies** (lessons 01 and 03): a model that has learned order-k
 #   statistics, and nothing more, comes within 0.01 of H(Y | the first k tokens) and rests there.
 # * **Small initialization separates the stairs** (lessons 03 and 04; lesson 05 works out how long
-#   the first rest lasts): tiny weights make the early gradient a simple function of the order-1
-#   signature. You can derive and check that. At standard initialization it is the first rest that
-#   disappears: the γ = 0.5 run above passes H1 without resting but still rests on H2.
-# * **The embedding follows the signature of the rung it is on** (lessons 02, 03, 06): each order's
-#   share of the embedding's change arrives on its own rung.
+#   the rest on H0 lasts): tiny weights make the early gradient a simple function of the order-1
+#   signature. You can derive and check that. At standard initialization the rests on H0 and H1
+#   disappear: the γ = 0.5 run above leaves H0 at once and passes H1 without resting, but still
+#   rests on H2.
+# * **The embedding follows the signature of the rung it is on** (lessons 02, 03, 06): at small init
+#   each order's share of the embedding's change arrives on its own rung.
 
 # %% [markdown]
 # ## Try it yourself
@@ -144,7 +148,7 @@ print("at least one of six seeds climbs back by more than 0.02:", max(rises) > 0
 # values of γ from 0.5 to 1.5, and can train values of γ that are not on the slider; lesson 03
 # trains γ = 1.5 as well.)
 #
-# > **Think.** Before you touch the slider: if γ were 1.5, would the first rest be longer or
+# > **Think.** Before you touch the slider: if γ were 1.5, would the rest on H0 be longer or
 # > shorter than at γ = 1? And which tokens (keys, first anchors or second anchors) should move
 # > apart first in the PCA panel?
 

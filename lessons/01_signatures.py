@@ -216,8 +216,9 @@ print("ΔS¹, keys of different attributes: cosine within 1e-6 of -1/2:", bool((
 
 # %% [markdown]
 # The staircase claim of the course, stated in these terms: a model trained from small init first
-# builds embeddings whose similarities look like the second panel, then like the third, then the
-# fourth.
+# builds embeddings whose similarities take on the structure of the second panel, then add that
+# of the third, then that of the fourth (each order's tokens join in turn; the blocks already
+# there stay).
 
 # %% [markdown]
 # ## The other kind: token→context signatures
@@ -264,8 +265,9 @@ plt.show()
 # about its context. On the left, the hierarchy task: every centred row is zero (printed above), a
 # zero row is similar to nothing, and the panel is blank. On the right, the coupled data: keys and
 # first anchors group by attribute through their context alone (the second anchors, still
-# independent of everything, are zero rows here too): a token→context signature can shape
-# embeddings even when the label is not involved. On the hierarchy task only the token→label kind matters, and that
+# independent of everything, are zero rows here too). Keys and anchors do not group with each
+# other (the blank cross block). So a token→context signature has structure even when the label
+# is not involved; whether it shapes embeddings, this figure does not show. On the hierarchy task only the token→label kind matters, and that
 # is the kind the next lessons follow.
 
 # %% [markdown]
@@ -373,8 +375,9 @@ print("the order-1 term of the key is the largest single term:", int(sizes.argma
 # %% [markdown]
 # The incremental terms are orthogonal to within rounding, and their squared sizes add up to the
 # whole signal; the raw ones overlap. So when a later lesson measures how much an embedding
-# aligns with "order 2", using the incremental ΔS² means it measures order 2 *only*, not order 1
-# again. The squared sizes also say which piece is biggest: the key's order-1 term (0.107 against
+# aligns with "order 2", the incremental ΔS² holds no order-1 term, as a function of (x, y). As a
+# token × token table it still shares its key block with ΔS¹ (the figure above), so a metric that
+# compares token similarities can score order 1 against it (lesson 02 shows CKA doing so). The squared sizes also say which piece is biggest: the key's order-1 term (0.107 against
 # 0.060 for the pair term of key and first anchor, and 0.060 for the triple term). Size is not the
 # reason order 1 comes first, though: at small initialization the embeddings' early gradient
 # contains order-1 statistics only, whatever the sizes (lesson 04's equation E1). Among the order-1

@@ -279,10 +279,10 @@ for name in sweep.scores:
 #   above their baselines at σ = 5.
 # * **CKA** stays near its clean value until the noise is as large as the signal, then falls
 #   towards ≈ 0.2, the random-embedding level, not towards 0. Its shuffled baseline is lower
-#   (≈ 0.08) when E is clean: shuffling keeps E's low rank, so two rank-2 structures that do not
+#   (≈ 0.08) when E is clean: shuffling S's rows leaves E's low rank alone, so two rank-2 structures that do not
 #   match score little. A baseline belongs to *an embedding*; compute it for the E you have.
 # * **RSA** starts low (about 0.5 for a clean copy) and drops to about 0.3 at the first bit of
-#   noise (σ = 0.05): the zero rows of ΔS¹ pick up random directions. On this signature RSA is the
+#   noise (σ = 0.05): E's rows where ΔS¹ is zero (the anchors) pick up random directions. On this signature RSA is the
 #   least reliable of the four.
 
 # %%
@@ -346,7 +346,8 @@ print("CKA(E_order1, raw S²) above 0.9, and above CKA(E_order1, ΔS²) by > 0.1
 # 1. Look at the **tokens each order brings in**. Order 2 is what makes the first anchors move;
 #    their embedding norms, or CKA restricted to them, say whether order 2 has been learned.
 # 2. Track the **subspace fraction in span(ΔS¹)**: it is 1 for an embedding that knows only
-#    order 1 and drops once anything else enters E.
+#    order 1 and drops once something outside that span enters E (order 2's anchors, but also
+#    noise: at σ = 0.5 it is about as low as for an embedding that knows both orders).
 
 # %%
 E_both = E_order1 / E_order1.norm() + E_order2 / E_order2.norm()
@@ -367,7 +368,7 @@ print("share in span(ΔS¹) goes from > 0.999 to < 0.8:", f1 > 0.999 and f2 < 0.
 # %% [markdown]
 # Adding order 2 moves CKA with ΔS² only from 0.69 to 0.85, while the anchor-1 norms go from 0 to
 # more than half the keys' and the share in span(ΔS¹) drops from 1.00 to 0.74: those two numbers
-# show the second stair more plainly.
+# have a known value before order 2 (0 and 1), so their change reads more plainly.
 
 # %% [markdown]
 # > **Paper vs. this course.**

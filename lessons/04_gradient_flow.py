@@ -242,7 +242,7 @@ print("gamma = 0.5: velocity cosine > 0.95 at step 0, below 0.5 within 60 steps:
 # held.
 #
 # The γ = 1 curve does not take its first stair in one drop: right at the halfway line it bends
-# into a short shoulder, at about 1.00–1.02, before it falls on to H1. No level of the ladder lies
+# into a short shoulder, from about 1.02 down to 0.98, before it falls on to H1. No level of the ladder lies
 # there. The dotted line just above the bend is the first stair's sub-level of lesson 03,
 # H(Y | [A(x1) = 0]) = 1.020 (printed): the best loss when of the key only *whether* its attribute
 # is 0 is known. The curve bends near it but does not rest on it; which of the key's attribute
@@ -298,8 +298,8 @@ print("over more than a decade of frequency x ||q - u||:", span > 10)
 # A slope of 1 over more than a decade: doubling a token's frequency doubles its initial speed,
 # and so does doubling how far its labels are from uniform. Two consequences worth keeping:
 #
-# * **Rare tokens lag.** Under Zipf statistics the tail of the vocabulary barely moves while the
-#   head organises. That the "rare-token problem" of real language models has the same root is a
+# * **Rare tokens lag.** Under Zipf statistics the tail's early updates are smaller in proportion to
+#   its frequency (the slope above; nothing is trained on Zipf keys here). That the "rare-token problem" of real language models has the same root is a
 #   hypothesis, not shown here; lesson 16 takes it up on a classroom task.
 # * **Equal signatures, equal updates.** Tokens with the same q and frequency receive the same
 #   velocity (same M, same drive). From a tiny init they move together and *condense*. The run
