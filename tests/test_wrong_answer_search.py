@@ -26,9 +26,8 @@ from typing import Any
 
 import pytest
 import torch
-from contracts import (contract_01, contract_02, contract_03, contract_05, contract_06, contract_07, contract_08, contract_09, contract_10, contract_11,
-                       contract_12,
-                       contract_13, contract_14, contract_15, contract_16)
+from contracts import (contract_01, contract_02, contract_03, contract_05, contract_06, contract_07, contract_08, contract_09,
+                       contract_10, contract_11, contract_12, contract_13, contract_14, contract_15, contract_16)
 from contracts import strategies as S
 from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
@@ -39,20 +38,21 @@ from ctxlab import checks
 from ctxlab.align import cka
 from ctxlab.checks.core import as_float, as_ints, as_tensor, integer_equal, number_close, tensor_close
 from ctxlab.checks.lesson03 import dwell_reference, longest_wait_reference, rise_and_end_reference, stair_onsets_reference
+from ctxlab.checks.lesson05 import singular_values_reference, switch_on_order_reference
+from ctxlab.checks.lesson06 import splitting_pairs
 from ctxlab.checks.lesson07 import leaves_uniform
 from ctxlab.checks.lesson08 import layernorm_norms_reference
 from ctxlab.checks.lesson09 import bigram_counts, bigram_table, closest_steps, kl_to_bigram
 from ctxlab.checks.lesson10 import signature_from_counts
 from ctxlab.checks.lesson10_build import frequency_report_reference, report_differs
-from ctxlab.checks.lesson05 import singular_values_reference, switch_on_order_reference
-from ctxlab.checks.lesson06 import splitting_pairs
 from ctxlab.checks.lesson11 import finishing_order
-from ctxlab.checks.lesson13_build import first_step_at_or_below
 from ctxlab.checks.lesson13 import classes_of, knn_overlap, same_partition, shared_count
+from ctxlab.checks.lesson13_build import first_step_at_or_below
 from ctxlab.composition import line_up
 from ctxlab.dataset import Dataset
 from ctxlab.fixed_codes import binary_codes
 from ctxlab.learning_times import order_losses, token_orders
+from ctxlab.rungs import stair_onsets
 from ctxlab.signatures import conditional_entropy, joint
 from ctxlab.theory import fit_growth_rate
 from ctxlab.token_identity import bin_losses, loglog_slope, rung_steps
@@ -341,7 +341,6 @@ def race_by_record_index(runs, levels):
 
 
 def _race_by(runs, levels, summary):
-    from ctxlab.rungs import stair_onsets
     done = {}
     for name, (steps, loss) in runs.items():
         last = stair_onsets(torch.as_tensor(steps), torch.as_tensor(loss), list(levels))[:, -1]
@@ -953,8 +952,9 @@ SPECS = {
                               _tensors(1e-4), bin_oracle, {"ids matched at any position": bin_ids_at_any_position}),
 }
 
-CONTRACTS = {row.check.__name__: row for module in (contract_01, contract_02, contract_03, contract_05, contract_06, contract_07, contract_08, contract_09, contract_10, contract_11, contract_13,
-                                         contract_12, contract_14, contract_15, contract_16)
+CONTRACTS = {row.check.__name__: row for module in (contract_01, contract_02, contract_03, contract_05, contract_06, contract_07,
+                                                    contract_08, contract_09, contract_10, contract_11, contract_12, contract_13,
+                                                    contract_14, contract_15, contract_16)
              for row in module.CONTRACT}
 
 # (check, wrong answer) -> why the check accepts it and the case that would catch it (each verified to
