@@ -344,7 +344,8 @@ for ch in ("e", "a", "t", ",", " "):
     print(f"{shown[int(top[row])]:>2}  γ=1: {listed[0]:<12} γ=0.5: {listed[1]:<12} signature: {listed[2]}")
 
 # %% [markdown]
-# The lists show both sides of the average. For `t` the small-init embedding names the same four
+# The lists show each character's four nearest neighbours (one fewer than the k = 5 the overlap
+# counts, to keep the lines short), and both sides of the average. For `t` the small-init embedding names the same four
 # characters as the signature (in another order), and for `a` three of them, vowels next to vowels.
 # For `e` both embeddings share only `a` with the signature. Both embeddings put the newline next to
 # the space, where the signature's four are `'`, `i`, `o` and `a`. These are single-seed lists for

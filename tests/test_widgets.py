@@ -243,6 +243,7 @@ def test_attention_compute_draw_and_explorer():
     torch.testing.assert_close(result.attention.sum(-1), torch.ones(2, 1, 5, 2))
     fig = draw_attention(result, 1, 4)
     assert len(fig.axes) == 4 and fig.axes[0].get_ylabel() == "the key names"  # map, loss, qk, qk vs loss
+    assert "seed 0 (red: step" in fig.axes[3].get_title()
     other = compute_attention_sweep(dataclasses.replace(TINY_ATTN, task="partner", task_args=(), gammas=(1.0,)), progress=False)
     assert not other.pointer and other.attention.shape[-2:] == (4, 4)  # every query, averaged over the data
     assert draw_attention(other, 0, 4).axes[0].get_ylabel() == "query position"

@@ -139,7 +139,8 @@ def draw_attention(sweep: AttentionSweep, gamma_index: int, step_index: int, see
     label_side_levels(ax_loss, sweep.side_levels)
     ax_loss.axvline(step, color="crimson", lw=1)
     ax_loss.set_ylim(*span)
-    ax_loss.set(xlabel="step", ylabel="loss (nats)", title=f"loss, γ = {sweep.settings.gammas[gamma_index]:g}")
+    ax_loss.set(xlabel="step", ylabel="loss (nats)", title=f"loss, γ = {sweep.settings.gammas[gamma_index]:g}, "
+                f"seed {sweep.settings.seeds[seed_index]} (red: step {step})")
 
     growth = qk / qk[0]
     top = max(2.0, float(growth.max()) * 1.05)
