@@ -149,11 +149,12 @@ for n in (1, 2):
 #
 # Read the vertical axes as well as the slopes. The table rows move far more than the embedding
 # rows of the same model: 13 to 19 times more with one table, 19 to 24 times more with two
-# (summed over the tables; printed above), nearly the same ratio for every key of a seed. The
-# rarest key's table rows move 0.61–0.84 times as far as the most frequent key's embedding row
-# with one table, and 0.86–1.08 times as far with two. So every token's table rows, rare ones
-# included, move further than its embedding row: the difference sits in the height of the line,
-# not in its slope (how much each moved, not what the move does to the output). Two tables give about 1.3 times the ratio of one, not twice. This ratio of 13–24 is not
+# (summed over the tables; printed above), nearly the same ratio for every key of a seed. So
+# every token's table rows, rare ones included, move further than its embedding row: the
+# difference sits in the height of the line, not in its slope. (This compares how far each moved,
+# not what the move does to the output.) Even the rarest key's table rows move 0.61–0.84 times as
+# far as the most frequent key's embedding row with one table, and 0.86–1.08 times as far with
+# two. Two tables give about 1.3 times the ratio of one, not twice. This ratio of 13–24 is not
 # the paper's "up to K-fold" gradient amplification (see the box below): it compares how far two
 # different parameters of one model moved in 10 steps, is far larger than K, and does not grow in
 # proportion to K.
@@ -288,7 +289,7 @@ print("every layer moved weight off the null bank (below 0.2 at the end), every 
 # ## 4. A control: the same table in the first hidden layer only
 #
 # A table adds token parameters, and it re-injects them into every layer. A row re-injected into
-# the second hidden layer reaches the logits through W₃ alone; added to the first hidden layer (to
+# the second hidden layer feeds the logits through W₃ alone; added to the first hidden layer (to
 # E W₁'s output), through W₂ and W₃; an embedding row, through W₁, W₂ and W₃. To see which part
 # matters, the run above also trained a control: the same model with K = 1 whose table is added to
 # **the first hidden layer only** (`ReinjectedMLP(..., inject_into="first")`, same seeds, same
@@ -323,11 +324,13 @@ print("... and sooner still with the table at every layer, by at least 1.2x, eve
 # embedding row (printed), against 13 to 19 times when the table is also re-injected into the
 # second layer. It still brings every bin forward at rung 1, but by less: halfway down at 90–105
 # steps for the head bin and 130–135 for the tail, against 125–150 and 165–185 without a table and
-# 35 and 80–90 with re-injection. Counted in steps saved, the first-layer table gives two fifths
-# to a half of what re-injection gives (the printed share). So on this task the early gain grows
-# with how few small factors lie between the table and the logits: the extra parameters alone give
-# part of it, the second layer's shorter path the rest. Wherever the table enters, the
-# ratio is flat in π(s) (left panel): its rows follow the same frequency law as the embedding.
+# 35 and 80–90 with re-injection. Counted in steps saved, the first-layer table gives 0.39 to 0.53
+# of what re-injection gives (printed). So on this task the early gain grows as the table comes
+# closer to the logits: two small factors from them for a first-layer row, one for a second-layer
+# row, against three for an embedding row. This control moves the table, not the number of
+# parameters, so it does not say how much of the gain the extra parameters would give at E's
+# depth. In both placements tried, the ratio is flat in π(s) (left panel): the table rows follow
+# the frequency law of the embedding.
 
 # %% [markdown]
 # > **Paper vs. this course.**
@@ -342,11 +345,11 @@ print("... and sooner still with the table at every layer, by at least 1.2x, eve
 # > softmax router whose null option is a fixed zero vector (not learned), full-batch GD at
 # > γ = 0.75, 3 seeds. We confirm the frequency law: embedding updates ∝ π(s), slope 1 within
 # > 0.1. We also find that the table rows obey the same law, while moving some 13–24 times further
-# > than the embedding rows: an amplification for every token, not a removal of the frequency
+# > than the embedding rows: a larger displacement for every token, not a removal of the frequency
 # > factor. The tables speed up the first rung, but as a ratio more for frequent than for rare
 # > keys; on the last rung the gain is small and not consistent across seeds. The same table added to
-# > the first hidden layer only gives two fifths to a half of that early gain; the rest comes from
-# > re-injecting it deeper, closer to the logits. We do not test contextual collapse. This says nothing about TIDE's results
+# > the first hidden layer only gives 0.39 to 0.53 of that early gain, counted in steps saved; the
+# > gain grows as the table comes closer to the logits. We do not test contextual collapse. This says nothing about TIDE's results
 # > at scale (long training, Adam, text where a rare token's context is rare too). It does say
 # > that, at small init under gradient descent, re-injection does not by itself remove the
 # > frequency factor from a token's learning.
@@ -365,7 +368,7 @@ print("... and sooner still with the table at every layer, by at least 1.2x, eve
 #   times as fast, slower in one seed of three.
 # * The router keeps the tables: the null bank ends below 0.2 everywhere.
 # * The same table added to the first hidden layer only moves 2–3 times its embedding row, not
-#   13–19, and saves two fifths to a half of the steps re-injection saves at rung 1.
+#   13–19, and saves 0.39 to 0.53 of the steps re-injection saves at rung 1.
 #
 # **Next.** Open `exercises/16_token_identity.ipynb`: fit the log-log slope, compute the loss of a
 # frequency bin, find the step at which a bin is halfway down to its rung, "never" included, then
