@@ -130,22 +130,21 @@ def table_control_figure(run, n_tables: int = 1) -> Figure:
     1, against the bin's mean key frequency, with no table for reference; a line through the seed mean."""
     if n_tables not in run.runs or n_tables not in run.first_layer_only or 0 not in run.runs:
         raise ValueError(f"needs runs with 0 and {n_tables} tables and a first-layer-only run with {n_tables}")
-    variants = [("every layer", run.runs[n_tables], run.rung_steps(n_tables)),
-                ("first hidden layer only", run.first_layer_only[n_tables], run.rung_steps(n_tables, first_layer_only=True))]
-    colors = {"every layer": TABLE_COLORS[1], "first hidden layer only": TABLE_COLORS[3]}
+    variants = [("every layer", run.runs[n_tables], run.rung_steps(n_tables), TABLE_COLORS[1]),
+                ("first hidden layer only", run.first_layer_only[n_tables], run.rung_steps(n_tables, first_layer_only=True),
+                 TABLE_COLORS[3])]
     share = torch.stack([run.frequency[torch.as_tensor(ids)].mean() for ids in run.bins]).double()
     fig, (left, right) = plt.subplots(1, 2, figsize=(8.4, 3.4), layout="constrained")
-    for name, out, steps in variants:
+    for name, out, _, color in variants:
         ratio = (out["table_updates"] / out["key_updates"]).double()  # [S, n_keys]
         for j, row in enumerate(ratio):
-            left.loglog(run.frequency, row, "o", ms=4, color=colors[name], alpha=0.8, label=name if j == 0 else None)
-        right.plot(share, steps[..., 0].mean(0), "-o", ms=3, color=colors[name], lw=1.2, label=f"K = {n_tables}, {name}")
-        for j in range(steps.shape[0]):
-            right.scatter(share, steps[j, :, 0], s=12, color=colors[name], alpha=0.6)
-    none = run.rung_steps(0)[..., 0]
-    right.plot(share, none.mean(0), "-o", ms=3, color=TABLE_COLORS[0], lw=1.2, label="no extra table")
-    for j in range(none.shape[0]):
-        right.scatter(share, none[j], s=12, color=TABLE_COLORS[0], alpha=0.6)
+            left.loglog(run.frequency, row, "o", ms=4, color=color, alpha=0.8, label=name if j == 0 else None)
+    races = [(f"K = {n_tables}, {name}", steps, color) for name, _, steps, color in variants]
+    for label, steps, color in races + [("no extra table", run.rung_steps(0), TABLE_COLORS[0])]:
+        first = steps[..., 0]  # [S, n_bins]: halfway down to rung 1
+        right.plot(share, first.mean(0), "-o", ms=3, color=color, lw=1.2, label=label)
+        for j in range(first.shape[0]):
+            right.scatter(share, first[j], s=12, color=color, alpha=0.6)
     _frequency_axis(left)
     left.yaxis.set_major_formatter(FormatStrFormatter("%g"))
     left.yaxis.set_minor_formatter(FormatStrFormatter("%g"))

@@ -16,12 +16,18 @@ from ctxlab.validate import number
 # sigma'(0) of each activation: gelu(u) = u * Phi(u) ~ u / 2 near 0.
 
 
-def _named_position_groups(task) -> Tensor:
-    """[N, n_ctx]: for each position a pointer task's key can name, the weights of a mean over the
-    sequences whose key names it."""
+def _named_positions(task) -> Tensor:
+    """[N]: the position each sequence's key names (a pointer task's ``info['target_position']``)."""
     where = task.info.get("target_position")
     if where is None:
         raise ValueError("needs a pointer task, with info['target_position'] (see pointer_task)")
+    return where
+
+
+def _named_position_groups(task) -> Tensor:
+    """[N, n_ctx]: for each position a pointer task's key can name, the weights of a mean over the
+    sequences whose key names it."""
+    where = _named_positions(task)
     groups = torch.nn.functional.one_hot(where, task.seq_len - 1).double()
     return groups / groups.sum(0)
 
@@ -43,9 +49,7 @@ def misread_keys(model, task) -> list[dict[str, list[float]]]:
     """Per model, the key tokens of a pointer task whose attention (the mean over their sequences)
     peaks on a context position other than the one they name, each with that attention over the
     context positions: attention that has moved, but to the wrong place."""
-    x, named = task.population.x, task.info.get("target_position")
-    if named is None:
-        raise ValueError("needs a pointer task, with info['target_position'] (see pointer_task)")
+    x, named = task.population.x, _named_positions(task)
     with torch.no_grad():
         attn = model.attention(x.to(model.embedding.device))[:, :, -1, :-1].double().cpu()  # [K, N, n_ctx]
     found = [{} for _ in range(attn.shape[0])]

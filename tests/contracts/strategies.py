@@ -317,8 +317,7 @@ def kl_records(draw) -> tuple:
     not; K = 1 to 4 models; KL values on a coarse grid, so that a model's smallest KL is often reached
     at several recorded steps."""
     T, K = draw(st.integers(1, 12)), draw(st.integers(1, 4))
-    gaps = draw(st.lists(st.integers(1, 50), min_size=T, max_size=T))
-    steps = torch.tensor(gaps).cumsum(0) - (gaps[0] if draw(st.booleans()) else 0)
+    steps = draw(step_grids(T))
     values = draw(st.lists(st.sampled_from((0.0, 0.05, 0.1, 0.3, 1.0, 2.5)), min_size=K * T, max_size=K * T))
     return steps, torch.tensor(values, dtype=torch.float64).reshape(K, T)
 
@@ -418,11 +417,7 @@ def leave_inputs(draw) -> tuple:
     T, K, L = draw(st.integers(1, 16)), draw(st.integers(1, 4)), draw(st.integers(2, 8))
     given = draw(st.booleans())
     tol = draw(st.sampled_from((1e-4, 0.003, 0.02, 0.05, 0.2))) if given else 0.01
-    if draw(st.booleans()):
-        gaps = [draw(st.integers(1, 60))] * T
-    else:
-        gaps = draw(st.lists(st.integers(1, 60), min_size=T, max_size=T))
-    steps = torch.tensor(gaps).cumsum(0) - (gaps[0] if draw(st.booleans()) else 0)
+    steps = draw(step_grids(T))
     units = draw(st.lists(st.sampled_from((0.0, 0.3, -0.6, 0.95, -0.95, 1.05, -1.05, 1.5, -2.0, 4.0)),
                           min_size=K * T, max_size=K * T))
     offsets = tol * torch.tensor(units, dtype=torch.float64).reshape(K, T)
