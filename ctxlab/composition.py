@@ -42,6 +42,14 @@ def accuracy(logits: Tensor, data: Dataset) -> Tensor:
     return (logits.argmax(-1) == data.y.to(logits.device)).float().mean(-1)
 
 
+def majority_share(data: Dataset) -> float:
+    """The accuracy of always answering the most common label: where a model that has learned only the
+    label counts rests (lesson 12's small init, before it fits the pairs)."""
+    if data.y.ndim != 1:
+        raise ValueError("majority_share needs integer labels, not soft label distributions")
+    return float(torch.bincount(data.y.long()).max()) / data.n
+
+
 def held_out_outcomes(logits: Tensor, task: Task) -> dict[str, Tensor]:
     """What each model answers on the held-out pair: shares of keys [K] per outcome.
 

@@ -201,6 +201,7 @@ def _frozen_race(profile: str, device):
     from ctxlab.models import make_model
     from ctxlab.plots import plateau_race_figure
     from ctxlab.tasks import hierarchy_task
+    from ctxlab.theory import whether_levels
     from ctxlab.train import train
     from ctxlab.transplant import frozen_race
 
@@ -211,7 +212,7 @@ def _frozen_race(profile: str, device):
     numbers = {"levels": race.levels, "norm": race.norm, "conditions": race.names, "seeds": seeds * (len(race.names) // len(seeds)),
                "plateau_onsets": race.onsets, "learner_onsets": race.reference_onsets,
                "curves": {name: {"steps": steps, "loss": loss} for name, (steps, loss) in race.curves().items()}}
-    return plateau_race_figure(race.curves(), race.levels, at_step=700), numbers
+    return plateau_race_figure(race.curves(), race.levels, at_step=700, sub_levels=whether_levels(task)[:2]), numbers
 
 
 @register("12_composition_held_out", "12_composition", "Every init fits the training pairs; small init composes the held-out pair more often")

@@ -11,6 +11,10 @@ The course's one vocabulary for a loss curve, defined here and in lesson 03 and 
   where never), so a curve can be halfway down a stair without reaching its level;
 * it **ends on** the level its last recorded loss lies within ``tol`` of (None: none).
 
+A curve can also rest on a level nobody predicted: :func:`shelves` finds every level stretch within
+``tol`` of one value for a tenth of the run (a doubling of the step count on a log axis), and
+:func:`unnamed_rests` those at no named level that the curve leaves, which a figure draws as measured.
+
 Also per rung the longest flat stretch on it (``span``), to look at the model in the middle of it, and
 for the whole curve the largest **rise** after it left H_0 (how far it ever climbs back above the lowest
 loss seen so far; 0 for a curve that only goes down).
@@ -27,6 +31,8 @@ from torch import Tensor
 from ctxlab.validate import finite, number
 
 TOL = 0.01  # nats: "on a rung" means within this of the predicted level
+SHELF_SHARE = 0.1  # a shelf on a linear step axis lasts at least this share of the run
+SHELF_RATIO = 2.0  # a shelf on a log step axis lasts at least a doubling of the step count
 
 
 @dataclass(frozen=True)
@@ -213,3 +219,57 @@ def measure_runs(steps: Tensor, losses: Tensor, levels: Sequence[float], tol: fl
     if losses.ndim != 2:
         raise ValueError(f"losses must be [K, T], got shape {tuple(losses.shape)}")
     return [measure_rungs(steps, curve, levels, tol, flat) for curve in losses]
+
+
+def shelves(steps: Tensor, loss: Tensor, tol: float = TOL, log: bool = False) -> list[Tread]:
+    """Every stretch where one curve [T] stays within ``tol`` of one value (the middle of its range; its
+    ``level`` is the stretch's median loss), long and level enough to read as a rest in its figure: on
+    a linear step axis a tenth of the run (``SHELF_SHARE``) and a net slope, first fifth against last,
+    of at most ``tol / 100`` per step (as :func:`treads` asks of every interval); on a log one a
+    doubling of the step count (``SHELF_RATIO``, from step 1 on) and a net change of at most ``tol``.
+    Stretches hold three records at least and are taken left to right, each as long as it goes, so a
+    slow slide is never one."""
+    steps, loss = _check_curve(steps, loss)
+    if loss.ndim != 1 or not bool(torch.isfinite(loss).all()):
+        raise ValueError("shelves reads one finite loss curve [T]")
+    if log:  # a log axis does not draw step 0
+        steps, loss = steps[steps > 0], loss[steps > 0]
+    span = SHELF_SHARE * float(steps[-1] - steps[0])
+    found, i, T = [], 0, loss.numel()
+    while i < T - 1:
+        tail = loss[i:]
+        spread = tail.cummax(0).values - tail.cummin(0).values
+        j = i + int((spread <= 2 * tol).sum()) - 1  # spread only grows, so this is the stretch's last index
+        first, last, window = int(steps[i]), int(steps[j]), loss[i:j + 1]
+        fifth = max(1, len(window) // 5)
+        net = abs(float(window[:fifth].median() - window[-fifth:].median()))
+        level = (last >= SHELF_RATIO * first and net <= tol) if log else (last - first >= span and net <= tol / 100 * (last - first))
+        if j > i + 1 and level:  # three records at least: two make a segment, not a stretch
+            found.append(Tread(first, last, float(window.median())))
+            i = j + 1
+        else:
+            i += 1
+    return found
+
+
+def unnamed_rests(steps: Tensor, losses: Tensor, named: Sequence[float], tol: float = TOL,
+                  log: bool = False) -> list[tuple[int, Tread]]:
+    """(curve index, shelf) for every :func:`shelves` stretch of the curves [K, T] that lies within ``tol``
+    of none of the ``named`` levels and that the curve leaves (its last loss more than 2 ``tol`` away:
+    otherwise the stretch is where it ends, sliding slowly or not): the rests a figure must still draw
+    and name."""
+    losses = torch.as_tensor(losses)
+    if losses.ndim != 2:
+        raise ValueError(f"losses must be [K, T], got shape {tuple(losses.shape)}")
+    named = [float(h) for h in named]
+    return [(k, s) for k, curve in enumerate(losses) for s in shelves(steps, curve, tol, log)
+            if all(abs(s.level - h) > tol for h in named) and abs(float(curve[-1]) - s.level) > 2 * tol]
+
+
+def rests_report(steps: Tensor, losses: Tensor, named: Sequence[float], tol: float = TOL, log: bool = False,
+                 who: Sequence[str] | None = None) -> str:
+    """:func:`unnamed_rests` in words, for a lesson to print beside its figure: "seed 1, steps 60-180 at
+    0.588; ..." (``who``: a name per curve, default "seed k"), or "none"."""
+    found = unnamed_rests(steps, losses, named, tol, log)
+    names = [f"seed {k}" for k in range(len(losses))] if who is None else list(who)
+    return "; ".join(f"{names[k]}, steps {r.first}-{r.last} at {r.level:.3f}" for k, r in found) or "none"

@@ -35,7 +35,7 @@ import torch
 from ctxlab import plots
 from ctxlab.align import subspace_fraction
 from ctxlab.models import make_model
-from ctxlab.rungs import measure_runs
+from ctxlab.rungs import measure_runs, rests_report
 from ctxlab.tasks import hierarchy_task, transfer_task
 from ctxlab.theory import whether_levels
 from ctxlab.train import train
@@ -172,20 +172,7 @@ print("embeddings unchanged by training:", bool((run.embeddings[:, -1] == run.em
 
 # %%
 curves = race.curves()
-def dot_sub_levels(fig, subs) -> None:
-    """Draw the sub-levels dotted on both loss panels of a race figure, named at the right edge."""
-    for ax in (fig.axes[0], fig.axes[2]):
-        for name, h in subs:
-            ax.axhline(h, ls=":", lw=1.1, color="k", zorder=0)
-    for name, h in subs:
-        fig.axes[2].annotate(f"{name} = {h:.3f}", (1.0, h), xycoords=("axes fraction", "data"), xytext=(3, 0),
-                             textcoords="offset points", va="center", fontsize=7)
-    fig.axes[0].set_title("loss; dashed: levels H_k, dotted: sub-levels", fontsize=10)
-    plt.show()
-
-
-fig = plots.plateau_race_figure(curves, levels, at_step=STEPS)
-dot_sub_levels(fig, whether)
+fig = plots.plateau_race_figure(curves, levels, at_step=STEPS, sub_levels=whether)
 
 # %%
 groups = ["learned (the learner)"] * 3 + names
@@ -202,6 +189,9 @@ for name in dict.fromkeys(groups):
     print(f"{name:20s} " + " ".join(cells) + f" {f'{mean:.2f} ± {sd:.2f}':>14s}")
 for name, (steps, loss) in curves.items():  # steps resting (within 0.01, flat) on each sub-level, per seed
     print(f"{name:20s} rests on the sub-levels for", [r.dwells() for r in measure_runs(steps, loss, [h for _, h in whether])])
+drawn = [*levels, *(h for _, h in whether)]
+for name, (steps, loss) in curves.items():  # level stretches within 0.01 of one value for a tenth of the run
+    print(f"{name:20s} rests at no drawn level:", rests_report(steps, loss, drawn))
 
 # %% [markdown]
 # Mean ± sd over the three seeds. A column "½ way to Hk" gives the step at which a curve is halfway down
@@ -239,7 +229,10 @@ print("learned-in-(a) table halfway down to H3 before the learner itself, every 
 # * **Scale first.** The same random table frozen at small scale is halfway down the first stair
 #   only near step 560 and ends at 1.00, still above H1 = 0.95. At standard scale it is halfway
 #   down two stairs and ends at 0.86 ± 0.01, just above H2 = 0.842 in the mean (one seed of three
-#   ends within 0.01 of it, on it). A frozen embedding's norm sets
+#   ends within 0.01 of it, on it). On the way, seed 1 rests at 0.939 from step 150 to 310 (dotted
+#   green, "rest (measured)": within 0.01 of one value for a tenth of the run and level overall,
+#   `ctxlab.rungs.shelves`, printed below the table), between H1 and the lower sub-level; no level
+#   this lesson computes is there, and the other two seeds slow near it without resting. A frozen embedding's norm sets
 #   the speed of everything downstream, so comparisons of structure must match it.
 # * **At matched scale, structure wins.** The signature-derived table with orders 1–3 is halfway
 #   down the last stair near step 540, while the full-rank random table of the same norm
@@ -264,7 +257,8 @@ print("learned-in-(a) table halfway down to H3 before the learner itself, every 
 #   is also flat (slope at most 10⁻⁴ per step), as lesson 03 defines it. The rank-matched random
 #   table rests on the lower one too, for 120–170 steps in two of its three seeds, and ends just
 #   near it (0.90; one seed on it). Of the other frozen tables only one seed of "learned (other seed)" rests there,
-#   for 40 steps, though some slow down near 0.906.
+#   for 40 steps, though some slow down near 0.906. No other curve rests at a level the figure does
+#   not draw (printed).
 # * The occasional loss spikes (in the learner too) are plain GD at lr 1 near its stability
 #   edge. Not all are brief (the figure): some take tens of steps to recover and some come late,
 #   so end losses a few hundredths apart are not a difference between conditions.
@@ -325,10 +319,11 @@ t_run = train(moved, new.population, STEPS, lr=1.0, record_every=10, progress=Fa
 t_onsets = steps_to_plateaus(t_run, new.plateau_levels())
 t_curves = loss_by_condition(t_run, t_names)
 t_curves["random γ=0.5 (std), hierarchy run"] = curves["random γ=0.5 (std)"]
-fig = plots.plateau_race_figure(t_curves, new.plateau_levels(), at_step=STEPS)
-dot_sub_levels(fig, whether_levels(new)[:2])  # the same values as on the old task
+fig = plots.plateau_race_figure(t_curves, new.plateau_levels(), at_step=STEPS, sub_levels=whether_levels(new)[:2])
+t_drawn = [*new.plateau_levels(), *(h for _, h in whether_levels(new)[:2])]  # the same sub-levels as the old task's
 for name, (steps, loss) in t_curves.items():
-    print(f"{name:34s} rests on the sub-levels for", [r.dwells() for r in measure_runs(steps, loss, [h for _, h in whether])])
+    print(f"{name:34s} rests on the sub-levels for", [r.dwells() for r in measure_runs(steps, loss, [h for _, h in whether])],
+          "; at no drawn level:", rests_report(steps, loss, t_drawn))
 
 # %%
 for name in sources:

@@ -20,8 +20,7 @@
 #
 # **Run time.** About 30 s on one CPU core: a batched ensemble of 9 Emb-MLPs for 1200 full-batch
 # steps, 3 more for 300 and 6 controls for 600, then 12 small GPTs for 300 Adam steps on text.
-
-# %% [markdown]
+#
 # ## The question
 #
 # Bochkov replaces the input embedding table of a 32-layer decoder by **fixed binary codes**: token
@@ -44,7 +43,7 @@ import math
 from ctxlab import plots
 from ctxlab.fixed_codes import (CONTROLS, GPT_CONDITIONS, GPT_CONTROLS, binary_codes, code_reach, code_width,
                                 fixed_code_ensemble, fixed_codes_experiment, gpt_codes_experiment, token_positions)
-from ctxlab.rungs import crossing_step, measure_runs
+from ctxlab.rungs import crossing_step, measure_runs, rests_report
 from ctxlab.signatures import label_signature
 from ctxlab.tasks import hierarchy_task
 from ctxlab.train import train
@@ -129,6 +128,9 @@ for k, (name, read) in enumerate(zip(result.names, result.rungs)):
 for k in result.models("shuffled codes"):  # their slow stretch just below H1
     print(f"shuffled codes, seed {result.trajectory.seeds[k]}, loss at steps 40, 80, ..., 280:",
           [round(float(result.trajectory.loss[k, result.trajectory.index(t)]), 3) for t in range(40, 281, 40)])
+for name in dict.fromkeys(result.names):  # level stretches over a doubling of the steps (ctxlab.rungs.shelves)
+    print(f"{name}: rests at no drawn level:",
+          rests_report(result.trajectory.steps, result.trajectory.loss[result.models(name)], result.levels, log=True))
 
 # %%
 fig = plots.fixed_codes_curves(result)
@@ -143,8 +145,10 @@ fig = plots.fixed_codes_curves(result)
 #   big step).
 # * **Shuffled codes** are halfway down each stair sooner than the learned table, but jump several
 #   times and slow down just below H1, at about 0.58–0.60, from about step 40 to 120 (seed 1 to 240,
-#   down to 0.57; printed above): a level between H1 and H2 that no order predicts and this lesson
-#   leaves unexplained, not within 0.01 nats of any level, so no dwell counts. They end above H3.
+#   down to 0.57; printed above). Seed 1 rests at 0.588 from step 60 to 180 (dotted, "rest
+#   (measured)": within 0.01 of one value over a doubling of the steps or more, `ctxlab.rungs.shelves`;
+#   printed), a level no order predicts and this lesson leaves unexplained. They end above H3. No
+#   other curve rests at a level the figure does not draw.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -167,17 +171,15 @@ print("shuffled codes end above H3, within 0.003-0.03 nats of it:",
 # So the **rungs survive** (every model is halfway down the first, second and third stair in that
 # order) but the **rests do not**, and with fixed codes the loss is halfway down every stair sooner.
 #
-# Why would the rests go? (Reasoning, not a measurement.) In the learned model the first layer's
-# input E[x] is itself small at the start: the output is a product of three small factors (E, W1,
-# W2), each gradient proportional to the others. The codes are not small, so only two small factors
-# are left, and the pull on W1 is proportional to the codes (size √d per token), not to a tiny E.
-# Lesson 05: with two small factors of scale ε a plateau lasts about ln(1/ε), with three about 1/ε.
+# Why would the rests go? (Reasoning, not a measurement.) The learned model's output starts as a product
+# of three small factors (E, W1, W2), each gradient proportional to the others. The codes are not small:
+# two small factors are left, and W1's pull is proportional to the codes (size √d per token). Lesson 05:
+# with two small factors of scale ε a plateau lasts about ln(1/ε), with three about 1/ε.
 #
-# A prediction we can test in a second: start the id-code models from a far smaller init, γ = 2
-# (W1 starts about 3000 times smaller than at γ = 1, W2 about 130 times). With three small factors
-# that would stretch the rests enormously (lesson 03: the learned model's rest at ln 2, about 130
-# steps at γ = 1 in the table above, lasts over a thousand steps at γ = 1.5). With two, the rungs
-# should come only a little later, still without a rest on H1 or H2.
+# A prediction to test: start the id-code models at γ = 2 (W1 about 3000 times smaller than at
+# γ = 1, W2 about 130 times). Three small factors would stretch the rests enormously (lesson 03: the
+# learned model's rest at ln 2, about 130 steps at γ = 1 above, lasts over a thousand at γ = 1.5).
+# With two, the rungs should come only a little later, still without a rest on H1 or H2.
 
 # %%
 small_model, _ = fixed_code_ensemble(task, {"id codes": codes}, seeds=(0, 1, 2), gamma=2.0)
@@ -198,9 +200,9 @@ print("γ = 2: every id-code seed is halfway down to H3 within 4x its γ = 1 ons
           for j, k in enumerate(id_codes)))
 
 # %% [markdown]
-# With W1 and W2 hundreds to thousands of times smaller at the start, the id-code models are halfway
-# down the third stair only a little later (onsets 50–55 against 35–40), end on H3, and pause on H0
-# for 10 steps, too short to count as a rest, and not at all on H1 or H2: what a product of two small factors predicts, not three.
+# With W1 and W2 hundreds to thousands of times smaller at the start, the id-code models are halfway down
+# the third stair only a little later (onsets 50–55 against 35–40), end on H3, and pause on H0 for 10
+# steps, too short to count as a rest, and not at all on H1 or H2: what two small factors predict, not three.
 #
 # ### Fixed, or only large?
 #
@@ -214,9 +216,9 @@ print("γ = 2: every id-code seed is halfway down to H3 within 4x its γ = 1 ons
 # * **shuffled codes × d^(−γ)**: the codes times d^(−γ) = 1/32, the size of the learned table's
 #   entries at init; W1 keeps its own init. Small, and it cannot move.
 #
-# With the learned table and the shuffled codes that makes a 2 × 2. The controls run 600 steps (the
-# time budget); the figure shows the first 600 steps of all four. If the rests need a table that
-# moves, the trainable codes should rest and the small fixed ones not; if a small input, the reverse.
+# With the learned table and the shuffled codes that makes a 2 × 2, shown over 600 steps. If the rests
+# need a table that moves, the trainable codes should rest and the small fixed ones not; if a small
+# input, the reverse.
 
 # %%
 CONTROL_STEPS = 600
@@ -227,6 +229,8 @@ for k, (name, read) in enumerate(zip(control.names, control.rungs)):
 up_to = result.trajectory.steps <= CONTROL_STEPS
 main_loss = {name: result.trajectory.loss[result.models(name)][:, up_to] for name in ("learned", "shuffled codes")}
 control_loss = {name: control.trajectory.loss[control.models(name)] for name in CONTROLS}
+for name, loss in {**main_loss, **control_loss}.items():
+    print(f"{name}: rests at no drawn level:", rests_report(control.trajectory.steps, loss, result.levels, log=True))
 fig = plots.curves_by_panel(control.trajectory.steps, {
     "input at ±1: fixed or trainable": {"shuffled codes": main_loss["shuffled codes"], CONTROLS[0]: control_loss[CONTROLS[0]]},
     "input at d^(−γ) = 1/32: trainable or fixed": {"learned": main_loss["learned"], CONTROLS[1]: control_loss[CONTROLS[1]]}},
@@ -250,7 +254,7 @@ print("trainable ±1 codes: order-1 share of R − R₀ below 0.5 at every step:
 # * **Left**: the trainable codes are halfway down the three stairs at steps 25, 85 and 160–175
 #   (the fixed shuffled codes at 25–30, 95–175 and 405–485), with no rest on H1 or H2, as for the
 #   fixed ones, and end within 0.01 of H3 (0.476–0.477) by step 600 (the fixed ones: 0.484–0.490
-#   after 1200): moving helps them finish, but brings no rest back.
+#   after 1200): moving helps them finish, but brings no rest back, not even fixed seed 1's at 0.588.
 # * **Right**: fixed codes at the learned table's size rest on H0 for all 600 steps, just starting to
 #   leave it at the end (0.685), where the learned table rests 120–135 steps and is halfway down the
 #   first stair by step 180. With E held small only W1 and W2 can grow, and they start small too;
@@ -356,6 +360,9 @@ for k, name in enumerate(gpt.names):
     bigram = f"step {int(near_bigram[k])}" if near_bigram[k] >= 0 else "never"
     print(f"{name:>20} {gpt_traj.seeds[k]:>4d} {unigram:>20} {bigram:>17} {float(gpt_traj.loss[k, -1]):>10.3f} "
           f"{float(kl['trigram'][k, -1]):>19.3f}")
+ladder = [math.log(gpt.config["vocab"]), *gpt.entropies.values()]  # what the loss panel draws
+for name in dict.fromkeys(gpt.names):
+    print(f"{name}: rests at no drawn level:", rests_report(gpt_traj.steps, gpt_traj.loss[gpt.models(name)], ladder, log=True))
 fig = plots.gpt_codes_figure(gpt)
 
 # %% [markdown]
@@ -387,8 +394,7 @@ learned_gpt, codes_gpt = gpt.models("learned"), gpt.models("fixed codes")
 from_codes, small_gpt = gpt.models(GPT_CONTROLS[0]), gpt.models(GPT_CONTROLS[1])
 large_gpt, other_gpt = codes_gpt + from_codes, learned_gpt + codes_gpt + from_codes
 final = gpt_traj.loss[:, -1]
-ln_v = math.log(gpt.config["vocab"])
-at_3 = ln_v - gpt_traj.loss[:, gpt_traj.index(3)]
+at_3 = ladder[0] - gpt_traj.loss[:, gpt_traj.index(3)]  # below ln V at step 3
 print("every GPT closest to the bigram model after step 200; all but the small codes closest to the unigram model before step 50:",
       all(closest["bigram"][k] > 200 for k in range(len(gpt.names))) and all(closest["unigram"][k] < 50 for k in other_gpt))
 print("at step 3, learned tables and small codes within 0.1 nats of ln V, ±1 codes (fixed or trainable) more than 0.2 below it:",
@@ -419,8 +425,7 @@ print("fixed codes end further from the trigram model than learned tables by ove
 # > learned table's held-out loss after 300 steps; what they change in the rests comes from their
 # > size at the input, not from their being fixed (moving still helps them finish lower). What it cannot say: anything about perplexity at 17B tokens,
 # > deep transformers trained to the end, or codes under the paper's own input scaling.
-
-# %% [markdown]
+#
 # ## Summary
 #
 # * Fixed ±1 codes of the token ids (5 bits tiled to d = 32, E's init scale moved into W1) keep the
@@ -431,15 +436,14 @@ print("fixed codes end further from the trigram model than learned tables by ove
 #   the whole 600-step control, longer than the learned table.
 # * Where the code holds the task's attribute as a bit (raw ids), the first layer's change goes to
 #   orders 1, 2, 3 in turn within 100 steps, and its token rows beat shuffled signatures.
-# * Where it does not (shuffled ids), the first layer's change lies in order 1 only for the first
-#   few dozen steps and its token rows end at the level of shuffled signatures: the network learns
-#   the rules after the first layer, with jumps in the loss, and is still above H3 after 1200 steps.
-# * In the small GPT on text (7 bits tiled to d = 32), fixed codes come closest to the unigram model,
-#   then approach the bigram model, without the learned table's short slow-down near the first; they
-#   are within 1 nat of the bigram model sooner and end 300 Adam steps at the learned table's loss
-#   (within 0.1 nats) but further from the trigram model. The controls point to size again: a table
-#   started at the codes takes their path; fixed codes × d^(−γ) come closer to the unigram model and
-#   are not within 1 nat of the bigram model by step 300.
+# * Where it does not (shuffled ids), the first layer's change lies in order 1 only for the first few
+#   dozen steps and its token rows end at the level of shuffled signatures: the network learns the
+#   rules after the first layer, with jumps in the loss (and one seed's unpredicted rest at 0.588).
+# * In the small GPT on text (7 bits tiled to d = 32), fixed codes near the unigram model without the
+#   learned table's short slow-down, are within 1 nat of the bigram model sooner and end 300 Adam steps
+#   at the learned table's loss (within 0.1 nats) but further from the trigram model. The controls
+#   point to size again: a table started at the codes takes their path; fixed codes × d^(−γ) come
+#   closer to the unigram model and are not within 1 nat of the bigram model by step 300.
 #
 # **Next.** Open `exercises/14_fixed_codes.ipynb`: build the code table, compute the first-layer
 # token representation, score it against ΔS¹, then scale the codes to the learned table's size and

@@ -47,6 +47,7 @@ import math
 import torch
 
 from ctxlab import plots
+from ctxlab.rungs import rests_report
 from ctxlab.token_identity import (
     bin_levels,
     frequency_bins,
@@ -178,6 +179,11 @@ print("two tables raise that ratio over one table by more than 10 %, every key a
 # below ln 2).
 
 # %%
+drawn = [*run.levels, *run.bin_levels[:, 0].tolist(), math.log(2)]  # every level the figure draws
+curve_names = [f"seed {s}, bin {b}" for s in run.seeds for b in range(len(run.bins))]
+for n in sorted(run.runs):
+    curves = torch.as_tensor(run.runs[n]["bins"]).flatten(0, 1)  # [seeds * bins, T]
+    print(f"{n} table(s): rests at no drawn level:", rests_report(torch.as_tensor(run.steps), curves, drawn, who=curve_names))
 fig = plots.bin_loss_figure(run)
 
 # %% [markdown]

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from ctxlab.align import order_shares
-from ctxlab.rungs import longest_tread_at, measure_rungs, measure_runs, stair_onsets, treads
+from ctxlab.rungs import longest_tread_at, measure_rungs, measure_runs, shelves, stair_onsets, treads, unnamed_rests
 from ctxlab.signatures import label_signature
 from ctxlab.tasks import hierarchy_task
 
@@ -126,3 +126,57 @@ def test_halfway_down_is_not_reaching_the_level():
     assert read.onsets() == [0, 300] and read.reached() == [0, -1] and read.ends_on is None
     closer = measure_rungs(steps, torch.where(steps < 600, loss, torch.tensor(0.505, dtype=torch.float64)), [1.0, 0.5])
     assert closer.reached() == [0, 600] and closer.onsets() == [0, 300] and closer.ends_on == 1
+
+
+def test_shelves_find_slow_shelves_and_skip_slides_and_short_pauses():
+    # a slow shelf (0.58 -> 0.575 over steps 300-600: not flat enough for treads), a 40-step pause at 0.4
+    # (under a tenth of the run), a steady slide (0.5 -> 0.2 over 700 steps) and noise within 0.01
+    loss = steps_curve((1.0, 0), (0.58, 300), (0.4, 600), (0.3, 640))
+    shelf = (STEPS >= 300) & (STEPS < 600)
+    loss[shelf] = torch.linspace(0.58, 0.575, int(shelf.sum()), dtype=torch.float64)
+    loss[STEPS >= 640] = torch.linspace(0.5, 0.2, int((STEPS >= 640).sum()), dtype=torch.float64)
+    loss += 0.004 * torch.sin(STEPS.double())
+    found = shelves(STEPS, loss)
+    assert [(s.first, s.last) for s in found] == [(0, 295), (300, 595)]
+    assert found[1].level == pytest.approx(0.5775, abs=0.005)
+    assert not [t for t in treads(STEPS, loss) if abs(t.level - 0.5775) < 0.01]  # treads ask for a slope
+    # on a log axis a shelf must double its step count: 5 -> 295 does (step 0 is not drawn), 300 -> 595 not
+    assert [(s.first, s.last) for s in shelves(STEPS, loss, log=True)] == [(5, 295)]
+
+
+def test_unnamed_rests_skip_named_levels_and_where_a_curve_ends():
+    # curve 0 rests at 0.8 (unnamed) and ends on 0.5 (named); curve 1 ends resting at 0.7 (unnamed:
+    # where it ends, not a rest it leaves); curve 2 rests at 0.805, within 0.01 of 0.8 only if named
+    losses = torch.stack([steps_curve((1.0, 0), (0.8, 200), (0.5, 600)),
+                          steps_curve((1.0, 0), (0.7, 400)),
+                          steps_curve((1.0, 0), (0.805, 300), (0.5, 600))])
+    found = unnamed_rests(STEPS, losses, [1.0, 0.5])
+    assert [(k, s.first, s.last, round(s.level, 3)) for k, s in found] == [(0, 200, 595, 0.8), (2, 300, 595, 0.805)]
+    assert [k for k, _ in unnamed_rests(STEPS, losses, [1.0, 0.8, 0.5])] == []
+    with pytest.raises(ValueError, match=r"\[K, T\]"):
+        unnamed_rests(STEPS, losses[0], [1.0])
+
+
+def test_measured_rests_merge_curves_resting_together():
+    from ctxlab.plots import measured_rests
+
+    losses = torch.stack([steps_curve((1.0, 0), (0.8, 200), (0.5, 600)),
+                          steps_curve((1.0, 0), (0.805, 300), (0.5, 600)),
+                          steps_curve((1.0, 0), (0.65, 300), (0.5, 600))])
+    assert measured_rests(STEPS, losses, [1.0, 0.5]) == [pytest.approx(0.65), pytest.approx(0.8025)]
+
+
+def test_a_slow_slide_within_the_band_is_not_a_shelf():
+    # 0.7 -> 0.68 over 150 steps: within 0.02 for 15 % of the run, but 1.3e-4 nats a step (a slide);
+    # on a log axis 0.005 a doubling is a shelf, 0.015 is not
+    loss = steps_curve((1.0, 0), (0.3, 450))
+    slide = (STEPS >= 300) & (STEPS < 450)
+    loss[STEPS < 300] = 0.9
+    loss[slide] = torch.linspace(0.7, 0.68, int(slide.sum()), dtype=torch.float64)
+    assert [(s.first, s.last) for s in shelves(STEPS, loss)] == [(0, 295), (450, 1000)]
+    log_steps = torch.tensor([1, 2, 3, 4, 8, 16, 32, 48, 64])
+    shelf = shelves(log_steps, torch.tensor([0.9, 0.9, 0.9, 0.5, 0.495, 0.49, 0.1, 0.1, 0.1]), log=True)
+    assert [(s.first, s.last) for s in shelf] == [(1, 3), (4, 16), (32, 64)]
+    slide = shelves(log_steps, torch.tensor([0.9, 0.9, 0.9, 0.5, 0.485, 0.47, 0.1, 0.1, 0.1]), log=True)
+    assert [s.first for s in slide] == [1, 32]
+    assert shelves(log_steps[:2], torch.tensor([0.9, 0.9]), log=True) == []  # two records are no stretch

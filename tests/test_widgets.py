@@ -333,3 +333,28 @@ def test_explorer_of_a_finished_staircase_run():
         dash.train_gamma(0.9)
     with pytest.raises(ValueError, match="not both"):
         staircase_explorer(TINY, result=result)
+
+
+def test_staircase_explorer_names_a_rest_at_no_drawn_level(sweep):
+    from ctxlab.widgets.staircase import StaircaseView
+
+    H0, H1 = sweep.levels[0], sweep.levels[1]
+    between = H1 + 0.2 * (H0 - H1)  # a level nobody predicts: the chosen seed rests there for records 2-4
+    assert all(abs(between - h) > 0.02 for h in [*sweep.levels, *(h for _, h in sweep.sub_levels)])
+    T = sweep.steps.numel()
+    assert T >= 6
+    curve = torch.full((T,), H0, dtype=sweep.loss.dtype)
+    curve[2:] = between
+    curve[5:] = sweep.levels[-1]
+    loss = sweep.loss.clone()
+    loss[0, 0] = curve
+    view = StaircaseView(replace(sweep, loss=loss))
+    view.update(replace(sweep, loss=loss), 0, 0, 0)
+    shown = [(float(line.get_ydata()[0]), label.get_text()) for line, label in zip(view.rest_lines, view.rest_labels)
+             if line.get_visible()]
+    assert shown == [(pytest.approx(between), f"rest (measured) = {between:.3f}")]
+    view.update(replace(sweep, loss=loss), 0, 1, 0)  # another seed: its own curve's rests, the old line gone
+    from ctxlab.plots import measured_rests
+
+    expected = measured_rests(sweep.steps, loss[0, 1][None], view.named)
+    assert [float(line.get_ydata()[0]) for line in view.rest_lines if line.get_visible()] == pytest.approx(expected)

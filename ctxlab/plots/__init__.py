@@ -3,7 +3,7 @@
 One module per topic; everything is re-exported here, so ``from ctxlab.plots import staircase_figure``
 works whatever module a figure lives in."""
 
-from ctxlab.plots.attention import attention_by_position_figure, attention_figure, label_side_levels
+from ctxlab.plots.attention import attention_by_position_figure, attention_figure
 from ctxlab.plots.composition import composition_figure
 from ctxlab.plots.fixed_codes import (
     CONDITION_COLORS,
@@ -63,7 +63,10 @@ from ctxlab.plots.style import (
     SEED_STYLES,
     gamma_colors,
     label_levels,
+    label_measured_rests,
+    label_side_levels,
     label_sub_levels,
+    measured_rests,
     seed_style,
     token_ticks,
 )
@@ -106,8 +109,10 @@ __all__ = [
     "gpt_codes_figure",
     "group_equal_columns",
     "label_levels",
+    "label_measured_rests",
     "label_side_levels",
     "label_sub_levels",
+    "measured_rests",
     "learning_time_figure",
     "lm_figure",
     "lm_panels",

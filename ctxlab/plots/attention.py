@@ -7,17 +7,8 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from ctxlab.attention_exp import BAND
-from ctxlab.plots.style import SEED_COLORS, label_levels
+from ctxlab.plots.style import SEED_COLORS, label_levels, label_side_levels
 from ctxlab.rungs import TOL
-
-
-def label_side_levels(ax, side_levels) -> None:
-    """Levels off the ladder [(name, loss)] (``ctxlab.attention_exp.side_levels``: the bag's floor, the
-    partial-read level), dotted grey and each named at the right edge like the ladder's own levels."""
-    for name, level in side_levels:
-        ax.axhline(level, color="grey", ls=":", lw=1.0, zorder=0)
-        ax.annotate(f"{name} = {level:.3f}", (1.0, level), xycoords=("axes fraction", "data"), xytext=(3, 0),
-                    textcoords="offset points", ha="left", va="center", fontsize=7, color="grey")
 
 
 def attention_figure(result, gammas=None) -> Figure:

@@ -8,14 +8,16 @@ from matplotlib.figure import Figure
 from ctxlab.plots.style import gamma_colors
 
 
-def composition_figure(run, n_keys: int) -> Figure:
+def composition_figure(run, n_keys: int, majority: float | None = None) -> Figure:
     """Training accuracy, then the held-out pair's composed answers, then its copied (reverse-pair)
     answers, every model a line coloured by γ, one panel each so that the low copied curves are not
     hidden under the composed ones.
 
     run: a :class:`ctxlab.composition.CompositionRun` (``steps`` [T]; ``train_acc``, ``composed``,
     ``symmetric`` [K, T]; ``gammas``). The dotted line on the held-out panels is one key in
-    ``n_keys``: the share a single lucky key gives, about what an untrained model scores.
+    ``n_keys``: the share a single lucky key gives, about what an untrained model scores; on the training
+    panel, ``majority`` (``ctxlab.composition.majority_share``): the accuracy of always answering the
+    most common label.
     """
     colors = gamma_colors(run.gammas)
     fig, axes = plt.subplots(1, 3, figsize=(13.5, 3.5), sharey=True)
@@ -29,8 +31,10 @@ def composition_figure(run, n_keys: int) -> Figure:
         ax.set(title=title, xlabel="step", ylim=(-0.03, 1.03))
     for ax in axes[1:]:
         ax.axhline(1 / n_keys, color="black", ls=":", lw=1, label=f"one key in {n_keys} ({1 / n_keys:g})")
+    if majority is not None:
+        axes[0].axhline(majority, color="grey", ls=":", lw=1, label=f"most common label ({majority:.3f})")
     axes[0].set_ylabel("accuracy (share of sequences or keys)")
-    axes[0].legend(fontsize=8, loc="lower right")
+    axes[0].legend(fontsize=8, loc="center right")
     axes[1].legend(handles=axes[1].get_legend_handles_labels()[0][-1:], fontsize=8, loc="upper left")
     fig.tight_layout()
     return fig

@@ -10,7 +10,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
 
-from ctxlab.plots.style import ORDER_COLORS, SEED_COLORS, label_levels, seed_style
+from ctxlab.plots.style import ORDER_COLORS, SEED_COLORS, label_levels, label_measured_rests, seed_style
 
 LABEL_COLORS = (SEED_COLORS[1], "#b15928", "#6a3d9a")  # id codes' blue first, then colours no level line uses
 CONDITION_COLORS = {"learned": SEED_COLORS[0], "id codes": SEED_COLORS[1], "shuffled codes": SEED_COLORS[2],
@@ -26,7 +26,8 @@ def _groups(names) -> dict[str, list[int]]:
 
 
 def fixed_codes_curves(result) -> Figure:
-    """One panel per condition: every seed's loss curve (log step axis) against the labelled levels."""
+    """One panel per condition: every seed's loss curve (log step axis) against the labelled levels,
+    and any level its seeds rest on that is none of them, dotted as measured."""
     groups = _groups(result.names)
     fig, axes = plt.subplots(1, len(groups), figsize=(4.6 * len(groups), 3.4), sharey=True)
     steps = result.trajectory.steps.numpy()
@@ -35,6 +36,8 @@ def fixed_codes_curves(result) -> Figure:
             ax.plot(steps[1:], result.trajectory.loss[k, 1:].numpy(), ls=seed_style(j), lw=1.2,
                     color=CONDITION_COLORS.get(name, "black"), label=f"seed {result.trajectory.seeds[k]}")
         label_levels(ax, result.levels)
+        label_measured_rests(ax, result.trajectory.steps, result.trajectory.loss[models], result.levels, log=True,
+                             color=CONDITION_COLORS.get(name, "black"))
         ax.set_xscale("log")
         ax.set_title(name, fontsize=10)
         ax.set_xlabel("gradient-descent step (log)")
@@ -88,11 +91,13 @@ def r2_band_figure(names, scores, bands, order: int = 1) -> Figure:
 
 
 def _draw_by_label(ax, x, curves: dict, levels, color) -> None:
-    """Loss curves grouped by label (``color(i, label)``, one line style per seed), labelled levels, log steps."""
+    """Loss curves grouped by label (``color(i, label)``, one line style per seed), labelled levels and any
+    other level a label's curves rest on (dotted, measured), log steps."""
     for i, (label, group) in enumerate(curves.items()):
         for j, curve in enumerate(group):
             ax.plot(x[1:], curve[1:].numpy(), ls=seed_style(j), lw=1.2, color=color(i, label),
                     label=label if j == 0 else None)
+        label_measured_rests(ax, x, group, levels, log=True, color=color(i, label))
     label_levels(ax, levels)
     ax.set_xscale("log")
     ax.set_xlabel("gradient-descent step (log)")
@@ -152,8 +157,11 @@ def gpt_codes_figure(result) -> Figure:
             ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))  # 0.1, 0.2, 0.5, 1, 2, 5, ...
             ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
             ax.yaxis.set_minor_formatter(NullFormatter())
-    names = ["ln V", *result.entropies]
-    label_levels(axes[0, 0], [math.log(result.config["vocab"]), *result.entropies.values()], names)
+    names, levels = ["ln V", *result.entropies], [math.log(result.config["vocab"]), *result.entropies.values()]
+    label_levels(axes[0, 0], levels, names)
+    for name, models in groups.items():
+        label_measured_rests(axes[0, 0], traj.steps, traj.loss[models], levels, log=True,
+                             color=CONDITION_COLORS.get(name, "black"))
     seeds = [traj.seeds[k] for k in next(iter(groups.values()))]  # one entry per line style, not per curve
     styles = [Line2D([], [], color="grey", ls=seed_style(j), lw=1.2, label=f"seed {s}") for j, s in enumerate(seeds)]
     axes[0, 0].legend(handles=axes[0, 0].get_legend_handles_labels()[0] + styles, loc="lower left", fontsize=7)

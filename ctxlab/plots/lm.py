@@ -5,7 +5,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
-from ctxlab.plots.style import SEED_COLORS, label_levels, seed_style
+from ctxlab.plots.style import SEED_COLORS, label_levels, label_measured_rests, seed_style
 
 
 NGRAM_COLORS = {"unigram": "#1b9e77", "bigram": "#d95f02", "trigram": "#7570b3"}
@@ -20,7 +20,7 @@ def _model_label(gamma: float, seed: int) -> str:
 
 def lm_panels(result, axes, title: str | None = None) -> None:
     """Draw one GPT run into a row of axes: held-out loss against ln V and the n-gram entropies
-    (labelled at the right edge), KL to each n-gram (minima marked), and, when ``axes`` has a
+    (labelled at the right edge) and any other level a model rests on (dotted grey, measured), KL to each n-gram (minima marked), and, when ``axes`` has a
     third panel, CKA(ΔE, text signature) with its shuffled band (the range of CKA against
     row-shuffled signatures, lesson 02). Models are told apart by colour (loss) and line style.
     """
@@ -42,6 +42,7 @@ def lm_panels(result, axes, title: str | None = None) -> None:
             ax_kl.plot(steps[i], float(kl[i]), "o", color=color, ms=4)
     levels = [math.log(result.config["vocab"]), *result.entropies.values()]
     label_levels(ax_loss, levels, names=["ln V", *result.entropies])
+    label_measured_rests(ax_loss, traj.steps, traj.loss, levels)
     prefix = f"{title}: " if title else ""
     ax_loss.set(title=f"{prefix}held-out loss", xlabel="step", ylabel="nats")
     ax_kl.set(title=f"{prefix}KL(model ‖ n-gram), minima marked", xlabel="step", yscale="log")

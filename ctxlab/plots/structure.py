@@ -6,7 +6,7 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
 from ctxlab.plots.signatures import cosine_similarity
-from ctxlab.plots.style import ATTRIBUTE_MARKERS, gamma_colors, token_ticks
+from ctxlab.plots.style import ATTRIBUTE_MARKERS, gamma_colors, label_side_levels, measured_rests, token_ticks
 
 # --- lesson 06 ---
 
@@ -193,10 +193,12 @@ def anchor_embedding_figure(embeddings: dict, task, line_up_scores: dict, gammas
 # --- lesson 11: task learning ---
 
 
-def plateau_race_figure(runs: dict, levels, at_step: int | None = None) -> Figure:
+def plateau_race_figure(runs: dict, levels, at_step: int | None = None, sub_levels=()) -> Figure:
     """Which embedding gets down the staircase first: one colour per condition, one line/point per seed.
 
-    runs: condition -> (steps [T], loss [n_seeds, T]); levels: H_0 .. H_L (dashed). Left: loss curves.
+    runs: condition -> (steps [T], loss [n_seeds, T]); levels: H_0 .. H_L (dashed); sub_levels: [(name,
+    loss)] (dotted black). A level a condition's seeds rest on that is none of these is dotted in its
+    colour and named "rest (measured)" on the right panel. Left: loss curves.
     Middle: the step each seed is halfway down to level k (below the midpoint of H_{k-1}, H_k); a seed
     that never got halfway is an open marker at its run's last step. Right: loss at ``at_step`` (default:
     the shortest run's end) per seed, so every condition is compared after the same number of steps.
@@ -212,6 +214,7 @@ def plateau_race_figure(runs: dict, levels, at_step: int | None = None) -> Figur
     fig, axes = plt.subplots(1, 3, figsize=(13, 4.2), gridspec_kw={"width_ratios": [1.4, 1.2, 0.8]})
     for h in levels:
         axes[0].axhline(h, color="grey", ls="--", lw=0.8)
+    named = [*levels, *(h for _, h in sub_levels)]
     n_stairs = len(levels) - 1
     width = 0.8 / max(n_stairs, 1)
     for c, name in enumerate(names):
@@ -219,6 +222,9 @@ def plateau_race_figure(runs: dict, levels, at_step: int | None = None) -> Figur
         steps, loss = torch.as_tensor(steps), torch.as_tensor(loss)
         for i, curve in enumerate(loss):
             axes[0].plot(steps.numpy(), curve.numpy(), color=colors(c), lw=1.1, label=name if i == 0 else None)
+        for rest in measured_rests(steps, loss, named):
+            axes[0].axhline(rest, color=colors(c), ls=":", lw=1.0, zorder=0)
+            label_side_levels(axes[2], [("rest (measured)", rest)], colors(c))
         onsets = stair_onsets(steps, loss, list(levels))  # [n, L]
         for k in range(n_stairs):
             x = c + (k - (n_stairs - 1) / 2) * width + np.linspace(-0.06, 0.06, loss.shape[0])
@@ -232,7 +238,13 @@ def plateau_race_figure(runs: dict, levels, at_step: int | None = None) -> Figur
                         color=colors(c), s=26)
     axes[0].set_xlabel("step")
     axes[0].set_ylabel("loss (nats)")
-    axes[0].set_title("loss; dashed: levels H_k", fontsize=10)
+    for ax in (axes[0], axes[2]):
+        for _, h in sub_levels:
+            ax.axhline(h, ls=":", lw=1.1, color="k", zorder=0)
+    for name, h in sub_levels:
+        axes[2].annotate(f"{name} = {h:.3f}", (1.0, h), xycoords=("axes fraction", "data"), xytext=(3, 0),
+                         textcoords="offset points", va="center", fontsize=7)
+    axes[0].set_title("loss; dashed: levels H_k" + (", dotted: sub-levels" if sub_levels else ""), fontsize=10)
     axes[0].legend(fontsize=6.5, loc="upper right", framealpha=0.5)
     axes[1].set_title("step halfway down to level k (○ H1, □ H2, △ H3; open = never)", fontsize=9)
     axes[1].set_ylabel("step")

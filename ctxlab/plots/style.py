@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ctxlab.rungs import TOL, unnamed_rests
+
 ORDER_COLORS = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e")
 SEED_STYLES = ("-", "--", "-.", (0, (5, 1, 1, 1, 1, 1)))
 SEED_COLORS = ("#222222", "#1f78b4", "#e6550d", "#31a354")
@@ -39,6 +41,36 @@ def label_sub_levels(ax, sub_levels) -> None:
         ax.annotate(f"{name} = {level:.3f}", (1.0, level), xycoords=("axes fraction", "data"), xytext=(3, 0),
                     textcoords="offset points", ha="left", va="center", fontsize=7, color=color)
 
+
+def label_side_levels(ax, side_levels, color: str = "grey") -> None:
+    """Levels off the ladder [(name, loss)] (``ctxlab.attention_exp.side_levels``: the bag's floor, the
+    partial-read level; measured rests), dotted and each named at the right edge like the ladder's own."""
+    for name, level in side_levels:
+        ax.axhline(level, color=color, ls=":", lw=1.0, zorder=0)
+        ax.annotate(f"{name} = {level:.3f}", (1.0, level), xycoords=("axes fraction", "data"), xytext=(3, 0),
+                    textcoords="offset points", ha="left", va="center", fontsize=7, color=color)
+
+
+def measured_rests(steps, losses, named, log: bool = False, tol: float = TOL) -> list[float]:
+    """The levels the curves [K, T] rest on that are none of the ``named`` ones
+    (``ctxlab.rungs.unnamed_rests``; ``log``: the figure's step axis), rests of several curves within
+    ``tol`` of each other merged into one at their mean."""
+    found = sorted(s.level for _, s in unnamed_rests(steps, losses, named, tol, log))
+    groups = []
+    for level in found:
+        if groups and level - groups[-1][0] <= tol:
+            groups[-1].append(level)
+        else:
+            groups.append([level])
+    return [sum(group) / len(group) for group in groups]
+
+
+def label_measured_rests(ax, steps, losses, named, log: bool = False, color: str = "grey") -> list[float]:
+    """Draw :func:`measured_rests` dotted in ``color`` (the resting curves' own), each named "rest
+    (measured)" at the right edge, so that every level a figure's curves rest on is drawn and named."""
+    rests = measured_rests(steps, losses, named, log)
+    label_side_levels(ax, [("rest (measured)", level) for level in rests], color)
+    return rests
 
 
 def token_ticks(ax, names, axis: str = "y", every: int = 1) -> None:

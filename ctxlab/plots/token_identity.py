@@ -9,7 +9,7 @@ import torch
 from matplotlib.figure import Figure
 from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
 
-from ctxlab.plots.style import SEED_COLORS, label_levels, seed_style
+from ctxlab.plots.style import SEED_COLORS, label_levels, label_measured_rests, seed_style
 
 TABLE_COLORS = ("#222222", "#1f78b4", "#e6550d", "#31a354")
 
@@ -63,7 +63,8 @@ def bin_loss_figure(run) -> Figure:
     Bins run from the head of the Zipf curve (dark) to its tail (light); seeds are told apart by
     line style; dashed lines: the task's ladder (H1..H3 hold for every bin). Each bin's own H0
     (dotted, in the bin's colour) differs a little from the task's, and ln 2 (dotted black), the
-    loss of a uniform guess, is where every curve starts and rests before its first drop."""
+    loss of a uniform guess, is where every curve starts and rests before its first drop. Any other
+    level a curve rests on is dotted grey, named "rest (measured)"."""
     tables = sorted(run.runs)
     colors = _bin_colors(len(run.bins))
     fig, axes = plt.subplots(1, len(tables), figsize=(3.9 * len(tables) + 0.6, 3.5), layout="constrained",
@@ -79,6 +80,8 @@ def bin_loss_figure(run) -> Figure:
         for b, h0 in enumerate(run.bin_levels[:, 0].tolist()):
             ax.axhline(h0, color=colors[b], ls=":", lw=1.1, zorder=0)
         ax.axhline(math.log(2), color="black", ls=":", lw=0.9, zorder=0)
+        named = [*run.levels, *run.bin_levels[:, 0].tolist(), math.log(2)]
+        label_measured_rests(ax, torch.as_tensor(run.steps), torch.as_tensor(curves).flatten(0, 1), named)
         ax.annotate(f"ln 2 = {math.log(2):.3f}", (1.0, math.log(2)), xycoords=("axes fraction", "data"), xytext=(3, 4),
                     textcoords="offset points", ha="left", va="center", fontsize=7)
         ax.set_title(_variant(n), fontsize=9)

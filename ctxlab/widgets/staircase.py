@@ -14,10 +14,12 @@ import torch
 from matplotlib.figure import Figure
 
 from ctxlab.align import pca_2d
+from ctxlab.plots import measured_rests
 from ctxlab.widgets._common import BackgroundJob, Blitter, Dashboard, render_png
 from ctxlab.widgets.staircase_sweep import (OPTIMIZER_LR, StaircaseSweep, SweepSettings, staircase_sweep,
                                           sweep_from_result, sweep_settings)
 
+MAX_RESTS = 3  # measured rests the loss panel can name for one seed
 
 
 def _check_index(name: str, value: int, size: int) -> None:
@@ -49,6 +51,12 @@ class StaircaseView:
         self.loss_line = self.ax_loss.plot(steps, steps * 0, color="black", lw=1.5)[0]
         label_levels(self.ax_loss, sweep.levels)
         label_sub_levels(self.ax_loss, sweep.sub_levels)
+        self.named = [*sweep.levels, *(h for _, h in sweep.sub_levels)]
+        # the chosen seed's rests at none of those levels (ctxlab.plots.measured_rests), dotted grey and named
+        self.rest_lines = [self.ax_loss.axhline(0, color="grey", ls=":", lw=1.0, visible=False) for _ in range(MAX_RESTS)]
+        self.rest_labels = [self.ax_loss.annotate("", (1.0, 0), xycoords=("axes fraction", "data"), xytext=(3, 0),
+                                                  textcoords="offset points", va="center", fontsize=7, color="grey",
+                                                  annotation_clip=False) for _ in range(MAX_RESTS)]
         self.markers = [ax.axvline(0, color="crimson", lw=1) for ax in (self.ax_loss, self.ax_align)]
         self.ax_loss.set(xlabel="step", ylabel="loss (nats)", xlim=(0, steps[-1]))
         self.order_lines = {o: self.ax_align.plot(steps, steps * 0, color=ORDER_COLORS[(o - 1) % len(ORDER_COLORS)], lw=1.5,
@@ -67,7 +75,7 @@ class StaircaseView:
         self.ax_pca.legend(loc="upper left", fontsize=7)
         self.scale_text = self.ax_pca.text(0.98, 0.02, "", transform=self.ax_pca.transAxes, ha="right", va="bottom",
                                            fontsize=8, color="dimgrey")
-        moving = [*self.seed_lines, self.loss_line, *self.order_lines.values(), *self.markers,
+        moving = [*self.seed_lines, self.loss_line, *self.rest_lines, *self.rest_labels, *self.order_lines.values(), *self.markers,
                   *self.role_points.values(), self.ax_loss.title, self.ax_pca.title, self.scale_text]
         self.blitter = Blitter(self.figure, moving) if blit else None
         if not blit:
@@ -129,6 +137,15 @@ class StaircaseView:
         for s, line in enumerate(self.seed_lines):
             line.set_ydata(sweep.loss[gamma_index, s].numpy())
         self.loss_line.set_ydata(sweep.loss[gamma_index, seed_index].numpy())
+        rests = measured_rests(sweep.steps, sweep.loss[gamma_index, seed_index][None], self.named)[:MAX_RESTS]
+        for i, (line, label) in enumerate(zip(self.rest_lines, self.rest_labels)):
+            shown = i < len(rests)
+            line.set_visible(shown)
+            label.set_visible(shown)
+            if shown:
+                line.set_ydata([rests[i], rests[i]])
+                label.xy = (1.0, rests[i])
+                label.set_text(f"rest (measured) = {rests[i]:.3f}")
         self.ax_loss.set_title(f"γ = {sweep.gammas[gamma_index]:g}, seed {sweep.seeds[seed_index]}, "
                                f"{sweep.settings.optimizer}")
         for o, line in self.order_lines.items():
