@@ -33,7 +33,7 @@ from ctxlab.train import Trajectory, train
 POINTER_TASK = {"n_ctx": 3, "n_values": 2, "mix": (0.3, 0.7)}
 ATTENTION_MODEL = {"d": 16, "hidden": 64, "residual": True, "readout": "last"}
 ATTENTION_PROFILES = {
-    "quick": {"steps": 16000, "record_every": 20},
+    "quick": {"steps": 13000, "record_every": 20},
     "full": {"steps": 60000, "record_every": 50},
 }
 LEVEL_NAMES = ("H(Y)", "H(Y | key)", "H(Y | key, x_p)")

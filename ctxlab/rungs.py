@@ -222,13 +222,12 @@ def measure_runs(steps: Tensor, losses: Tensor, levels: Sequence[float], tol: fl
 
 
 def shelves(steps: Tensor, loss: Tensor, tol: float = TOL, log: bool = False) -> list[Tread]:
-    """Every stretch where one curve [T] stays within ``tol`` of one value (the middle of its range; its
-    ``level`` is the stretch's median loss), long and level enough to read as a rest in its figure: on
-    a linear step axis a tenth of the run (``SHELF_SHARE``) and a net slope, first fifth against last,
-    of at most ``tol / 100`` per step (as :func:`treads` asks of every interval); on a log one a
-    doubling of the step count (``SHELF_RATIO``, from step 1 on) and a net change of at most ``tol``.
-    Stretches hold three records at least and are taken left to right, each as long as it goes, so a
-    slow slide is never one."""
+    """Every stretch where one curve [T] stays within ``tol`` of one value, its ``level`` (the middle of
+    its range), long and level enough to read as a rest in its figure: a tenth of the run on a linear
+    step axis (``SHELF_SHARE``), a doubling of the step count on a log one (``SHELF_RATIO``, from step 1
+    on), and a net change, first fifth against last, of at most ``tol``, so that a slow slide through
+    the band is never one. Stretches hold three records at least and are taken left to right, each as
+    long as it goes."""
     steps, loss = _check_curve(steps, loss)
     if loss.ndim != 1 or not bool(torch.isfinite(loss).all()):
         raise ValueError("shelves reads one finite loss curve [T]")
@@ -243,9 +242,9 @@ def shelves(steps: Tensor, loss: Tensor, tol: float = TOL, log: bool = False) ->
         first, last, window = int(steps[i]), int(steps[j]), loss[i:j + 1]
         fifth = max(1, len(window) // 5)
         net = abs(float(window[:fifth].median() - window[-fifth:].median()))
-        level = (last >= SHELF_RATIO * first and net <= tol) if log else (last - first >= span and net <= tol / 100 * (last - first))
-        if j > i + 1 and level:  # three records at least: two make a segment, not a stretch
-            found.append(Tread(first, last, float(window.median())))
+        long_enough = last >= SHELF_RATIO * first if log else last - first >= span
+        if j > i + 1 and long_enough and net <= tol:  # three records at least: two make a segment, not a stretch
+            found.append(Tread(first, last, float(window.max() + window.min()) / 2))
             i = j + 1
         else:
             i += 1
@@ -257,13 +256,19 @@ def unnamed_rests(steps: Tensor, losses: Tensor, named: Sequence[float], tol: fl
     """(curve index, shelf) for every :func:`shelves` stretch of the curves [K, T] that lies within ``tol``
     of none of the ``named`` levels and that the curve leaves (its last loss more than 2 ``tol`` away:
     otherwise the stretch is where it ends, sliding slowly or not): the rests a figure must still draw
-    and name."""
+    and name. A curve that diverged is read up to its first non-finite record."""
     losses = torch.as_tensor(losses)
     if losses.ndim != 2:
         raise ValueError(f"losses must be [K, T], got shape {tuple(losses.shape)}")
-    named = [float(h) for h in named]
-    return [(k, s) for k, curve in enumerate(losses) for s in shelves(steps, curve, tol, log)
-            if all(abs(s.level - h) > tol for h in named) and abs(float(curve[-1]) - s.level) > 2 * tol]
+    named, steps, found = [float(h) for h in named], torch.as_tensor(steps), []
+    for k, curve in enumerate(losses):
+        kept = int(torch.isfinite(curve).long().cumprod(0).sum())  # a diverged run: its records before it diverged
+        if kept < 3:
+            continue
+        curve = curve[:kept]
+        found += [(k, s) for s in shelves(steps[:kept], curve, tol, log)
+                  if all(abs(s.level - h) > tol for h in named) and abs(float(curve[-1]) - s.level) > 2 * tol]
+    return found
 
 
 def rests_report(steps: Tensor, losses: Tensor, named: Sequence[float], tol: float = TOL, log: bool = False,

@@ -6,7 +6,7 @@
 # 2. how lessons, exercises, grading and the `ctxlab` command fit together;
 # 3. how to run any experiment at full scale on a GPU.
 #
-# **Prerequisites.** Python, a little PyTorch, cross-entropy. **Run time.** About 25 seconds on one CPU core (two cells train small models).
+# **Prerequisites.** Python, a little PyTorch, cross-entropy. **Run time.** About 10 s on a 2-core machine (measured by `benchmarks/notebook_budget.py`); two cells train small models.
 
 # %% [markdown]
 # ## The question

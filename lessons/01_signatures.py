@@ -13,7 +13,7 @@
 # **Prerequisites.** Conditional probability, entropy and cross-entropy; PyTorch tensor indexing.
 # No training happens in this lesson.
 #
-# **Run time.** About 15 seconds on a laptop CPU; nothing needs a GPU.
+# **Run time.** About 5 s on a 2-core machine (measured by `benchmarks/notebook_budget.py`); nothing needs a GPU.
 
 # %% [markdown]
 # ## Why signatures?

@@ -15,7 +15,7 @@
 # **Prerequisites.** Lesson 01 (signatures, the hierarchy task); matrix products, the trace and
 # the Frobenius norm; what an orthogonal matrix is.
 #
-# **Run time.** About 10 seconds on a laptop CPU. No training happens here: the embeddings are
+# **Run time.** About 5 s on a 2-core machine (measured by `benchmarks/notebook_budget.py`). No training happens here: the embeddings are
 # built by hand, so that we know the right answer before we measure it.
 
 # %% [markdown]

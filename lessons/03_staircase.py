@@ -15,8 +15,8 @@
 # **Prerequisites.** Lesson 01 (signatures, the entropy ladder) and lesson 02 (CKA, subspace
 # fraction, chance levels). Gradient descent and cross-entropy.
 #
-# **Run time.** About a minute on two CPU cores, a minute and a half on one (two training calls:
-# 9 models for 4000 steps, then 3 models for 2000 steps); a GPU is not needed.
+# **Run time.** About 25 s on a 2-core machine (measured by `benchmarks/notebook_budget.py`): two training calls,
+# 9 models for 4000 steps, then 3 models for 2000 steps; a GPU is not needed.
 
 # %% [markdown]
 # ## What we expect to see

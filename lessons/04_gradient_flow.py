@@ -12,7 +12,7 @@
 # **Prerequisites.** Lesson 01 (order-1 signatures P(y | x_i = s)); the chain rule; softmax and
 # cross-entropy gradients.
 #
-# **Run time.** About 10 seconds on a laptop CPU.
+# **Run time.** About 5 s on a 2-core machine (measured by `benchmarks/notebook_budget.py`).
 
 # %% [markdown]
 # ## Why a formula for the first steps?

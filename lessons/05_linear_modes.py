@@ -12,7 +12,7 @@
 #
 # **Prerequisites.** Lessons 01 and 04 (order-1 signatures, E1); the singular value decomposition.
 #
-# **Run time.** About 10 seconds on a laptop CPU.
+# **Run time.** About 5 s on a 2-core machine (measured by `benchmarks/notebook_budget.py`).
 
 # %% [markdown]
 # ## From E1 to modes

@@ -13,7 +13,7 @@
 # **Prerequisites.** Lesson 01 (incremental signatures ΔSᵏ), lesson 03 (the staircase),
 # lesson 04 (E1).
 #
-# **Run time.** About 20 seconds on a laptop CPU.
+# **Run time.** About 10 s on a 2-core machine (measured by `benchmarks/notebook_budget.py`).
 
 # %% [markdown]
 # ## Why look at what is left over?

@@ -15,7 +15,7 @@
 # **Prerequisites.** Lesson 03 (the staircase, plateaus and onsets) and lesson 04 (the
 # leading-order gradient: why small weights move slowly and in order).
 #
-# **Run time.** About 35 seconds on a laptop CPU: six training cells, the largest trains
+# **Run time.** About 20 s on a 2-core machine (measured by `benchmarks/notebook_budget.py`): six training cells, the largest trains
 # 30 models at once. On a GPU the phase map uses a finer 9 × 9 grid.
 
 # %% [markdown]

@@ -15,7 +15,7 @@
 # the staircase) and 07–08 (Adam and LayerNorm against the stairs). A GPT is used as a black box
 # here: embeddings, causal attention, an MLP, a read-out to the vocabulary.
 #
-# **Run time.** About 40 s on one CPU core (measured CPU time; a busy machine takes longer): four
+# **Run time.** About 15 s on a 2-core machine (measured by `benchmarks/notebook_budget.py`); a busy machine takes longer: four
 # one-block GPTs, two per optimizer, 800 steps each in two batched runs; the full profile is recorded.
 
 # %% [markdown]
@@ -165,8 +165,8 @@ for name, run in runs.items():
 # %% [markdown]
 # Under Adam the bigram minimum is a real one: the GPT has passed the bigram model and moved away
 # from it again. Under SGD not yet: its bigram minimum lies within the last 300 steps, and the run
-# ends near its closest approach. In both regimes the KL to the trigram model is still falling over
-# the last 200 steps; its marked "minimum" lies in the last few records (near step 790 under Adam;
+# ends near its closest approach. In both regimes the KL to the trigram model is lower in the last
+# 200 steps than before; its marked "minimum" lies in the last few records (near step 790 under Adam;
 # near 770 under SGD, on a curve nearly flat at about 1.3 over the last 100 steps), not a minimum
 # the curve has risen from, and the KL stays above 0.5 nats: the GPT is nowhere near *being* the
 # trigram model. The recorded full-profile run at the end asks whether a bigger, longer run gets there.
@@ -192,8 +192,8 @@ print("Adam's loss never jumps up by more than 0.2 nats:", bool((jumps["Adam, lr
 
 # %% [markdown]
 # SGD stays near ln V for a short delay, the first three records (within 0.15 nats through
-# step 20, gone by step 50): far shorter than the rests of lessons 03–08, because the read-out of a
-# GPT grows fast at this learning rate. It leaves with a drop; Adam is already well below ln V at
+# step 20, more than 0.15 below it from a record between step 30 and 50, the check): far shorter than
+# the rests of lessons 03–08, for a cause this lesson does not measure. It leaves with a drop; Adam is already well below ln V at
 # the first record, step 10, as in lesson 08. Adam is closest to the bigram model at step 330–350,
 # smoothly; SGD's closest record, step 750, is near the run's end and no real minimum (above), so
 # the check's "at least 250 steps" is a lower bound. SGD also takes upward jumps (the spikes in its
@@ -228,8 +228,8 @@ for name, run in runs.items():
 # %% [markdown]
 # Both regimes pass H₁ within 100 steps, but only Adam clearly passes H₂: below it from step 180–230
 # and in every record from step 500 on, it ends 0.26–0.27 under it. SGD only comes down to H₂: its
-# first record below, at step 570, is a noisy dip (the check above holds for SGD by such dips), under
-# a third of its records from step 500 on are below, and it ends just under it (2.612 and 2.599). Adam
+# first record below, at step 570, is a noisy dip (the check above holds for SGD by such dips), about
+# a third of its records from step 500 on are below (0.29 and 0.35), and it ends just under it (2.612 and 2.599). Adam
 # beats the bigram model's loss before it is closest to its predictions (steps 330–350). No
 # contradiction: the KL measures how *different* the predictions are from the bigram model's, the
 # loss only how *good*; a model can beat the bigram model in places while differing elsewhere.
@@ -339,7 +339,7 @@ full = recorded_lm_run()
 full_traj = full.trajectory
 print({k: full.config[k] for k in ("tokenizer", "vocab", "context", "d", "n_layers", "n_heads", "batch_size", "lr", "steps")})
 full_levels = [math.log(full.config["vocab"]), *full.entropies.values()]
-print("held-out loss rests at no drawn level:", rests_report(full_traj.steps, full_traj.loss, full_levels,
+print("held-out loss rests at no computed level:", rests_report(full_traj.steps, full_traj.loss, full_levels,
       who=[f"γ={g:g}, seed {s}" for g, s in zip(full_traj.gammas, full_traj.seeds)]))
 fig = plots.lm_figure(full)
 plt.show()
@@ -402,7 +402,7 @@ print("recorded CKA at the end higher for standard init than for small init, bot
 # (measured)", printed with its steps: within 0.01 of one value for a tenth of the run and level
 # overall, `ctxlab.rungs.shelves`), and then climb back by more than half a nat, as models that fit the training text at
 # the cost of held-out text would (no training loss is recorded); the small-init models have
-# theirs after step 2000, one of them near the last record, still falling.
+# theirs after step 2000, one of them at step 2950, near the end of the run.
 #
 # The recorded CKA curves show **standard init ending with the higher CKA** than small init, for
 # both signatures, the opposite of what the synthetic lessons suggest. Without a shuffled band we

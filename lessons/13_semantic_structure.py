@@ -13,7 +13,7 @@
 # init) and 09 (the tiny GPT, the bigram signature). Lesson 10's neighbour lists help for the
 # second half.
 #
-# **Run time.** About 40 s on one CPU core (single-threaded under nbval): six Emb-MLPs on the
+# **Run time.** About 15 s on a 2-core machine (measured by `benchmarks/notebook_budget.py`): six Emb-MLPs on the
 # hierarchy task (1200 steps) and six one-layer character GPTs (400 steps), each set in one batched
 # run.
 #

@@ -18,7 +18,7 @@
 # staircase on the binary hierarchy task, rung onsets) and lesson 09 (the small GPT on text, the
 # n-gram models).
 #
-# **Run time.** About 28 s on one CPU core: one batched ensemble of 3 Emb-MLPs for 1500
+# **Run time.** About 15 s on a 2-core machine (measured by `benchmarks/notebook_budget.py`): one batched ensemble of 3 Emb-MLPs for 1500
 # full-batch steps, then 1536 sigmoid fits at once; then 3 small GPTs for 400 Adam steps on text
 # and 1440 more fits.
 #

@@ -14,7 +14,7 @@
 #
 # **Prerequisites.** Lesson 03 (rungs, γ), lesson 04 (E1 and its frequency law).
 #
-# **Run time.** About 25 s on one CPU core: four batched ensembles of three small models,
+# **Run time.** About 15 s on a 2-core machine (measured by `benchmarks/notebook_budget.py`): four batched ensembles of three small models,
 # 500 full-batch steps each.
 #
 # ## The claim
@@ -183,7 +183,7 @@ drawn = [*run.levels, *run.bin_levels[:, 0].tolist(), math.log(2)]  # every leve
 curve_names = [f"seed {s}, bin {b}" for s in run.seeds for b in range(len(run.bins))]
 for n in sorted(run.runs):
     curves = torch.as_tensor(run.runs[n]["bins"]).flatten(0, 1)  # [seeds * bins, T]
-    print(f"{n} table(s): rests at no drawn level:", rests_report(torch.as_tensor(run.steps), curves, drawn, who=curve_names))
+    print(f"{n} table(s): rests at no computed level:", rests_report(torch.as_tensor(run.steps), curves, drawn, who=curve_names))
 fig = plots.bin_loss_figure(run)
 
 # %% [markdown]

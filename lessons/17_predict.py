@@ -13,7 +13,7 @@
 # small-init linear network) and 06 (the next-stair equation). This lesson belongs right after
 # lesson 06; it is numbered last because it was written last.
 #
-# **Run time.** About 25 seconds on a laptop CPU.
+# **Run time.** About 20 s on a 2-core machine (measured by `benchmarks/notebook_budget.py`).
 
 # %% [markdown]
 # ## The recipe

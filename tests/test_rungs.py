@@ -153,6 +153,9 @@ def test_unnamed_rests_skip_named_levels_and_where_a_curve_ends():
     found = unnamed_rests(STEPS, losses, [1.0, 0.5])
     assert [(k, s.first, s.last, round(s.level, 3)) for k, s in found] == [(0, 200, 595, 0.8), (2, 300, 595, 0.805)]
     assert [k for k, _ in unnamed_rests(STEPS, losses, [1.0, 0.8, 0.5])] == []
+    diverged = losses[0].clone()
+    diverged[STEPS >= 800] = float("nan")  # read up to its divergence: the rest at 0.8 is still there
+    assert [(k, s.first) for k, s in unnamed_rests(STEPS, diverged[None], [1.0, 0.5])] == [(0, 200)]
     with pytest.raises(ValueError, match=r"\[K, T\]"):
         unnamed_rests(STEPS, losses[0], [1.0])
 
@@ -163,7 +166,7 @@ def test_measured_rests_merge_curves_resting_together():
     losses = torch.stack([steps_curve((1.0, 0), (0.8, 200), (0.5, 600)),
                           steps_curve((1.0, 0), (0.805, 300), (0.5, 600)),
                           steps_curve((1.0, 0), (0.65, 300), (0.5, 600))])
-    assert measured_rests(STEPS, losses, [1.0, 0.5]) == [pytest.approx(0.65), pytest.approx(0.8025)]
+    assert measured_rests(STEPS, losses, [1.0, 0.5]) == [(pytest.approx(0.65), 300, 595), (pytest.approx(0.8025), 200, 595)]
 
 
 def test_a_slow_slide_within_the_band_is_not_a_shelf():

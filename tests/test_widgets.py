@@ -356,5 +356,5 @@ def test_staircase_explorer_names_a_rest_at_no_drawn_level(sweep):
     view.update(replace(sweep, loss=loss), 0, 1, 0)  # another seed: its own curve's rests, the old line gone
     from ctxlab.plots import measured_rests
 
-    expected = measured_rests(sweep.steps, loss[0, 1][None], view.named)
+    expected = [level for level, _, _ in measured_rests(sweep.steps, loss[0, 1][None], view.named)]
     assert [float(line.get_ydata()[0]) for line in view.rest_lines if line.get_visible()] == pytest.approx(expected)

@@ -23,7 +23,7 @@ from ctxlab.plots.learning_times import (
     spectra_figure,
     token_curves_figure,
 )
-from ctxlab.plots.lm import NGRAM_COLORS, lm_figure, lm_panels, lm_regimes_figure
+from ctxlab.plots.lm import MODEL_COLORS, NGRAM_COLORS, lm_figure, lm_panels, lm_regimes_figure
 from ctxlab.plots.pretrained import frequency_alignment_figure, probe_figure
 from ctxlab.plots.signatures import (
     METRIC_TITLES,
@@ -58,6 +58,7 @@ from ctxlab.plots.structure import (
 from ctxlab.plots.style import (
     ATTRIBUTE_MARKERS,
     GAMMA_COLORS,
+    NEAR,
     ORDER_COLORS,
     SEED_COLORS,
     SEED_STYLES,
@@ -79,6 +80,8 @@ __all__ = [
     "GAMMA_COLORS",
     "LABEL_COLORS",
     "METRIC_TITLES",
+    "MODEL_COLORS",
+    "NEAR",
     "NGRAM_COLORS",
     "ORDER_COLORS",
     "ROLE_COLORS",

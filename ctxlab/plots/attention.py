@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
+import torch
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from ctxlab.attention_exp import BAND
-from ctxlab.plots.style import SEED_COLORS, label_levels, label_side_levels
+from ctxlab.plots.style import SEED_COLORS, label_levels, label_measured_rests, label_side_levels
 from ctxlab.rungs import TOL
 
 
@@ -15,7 +16,7 @@ def attention_figure(result, gammas=None) -> Figure:
     """One column per γ, one colour per seed. Top: the loss of the attention model (thin) and of the
     same model with attention frozen uniform (thick and pale, drawn underneath: where the two agree
     the thin line runs inside the pale one), against the labelled levels, the bag's floor and the loss
-    with all but one position read (dotted). Middle: the attention from the key to the position it
+    with all but one position read (dotted), and any other level a curve rests on (dotted, measured). Middle: the attention from the key to the position it
     names, with the band 1/L ± BAND.
     Bottom: ‖W_Q W_Kᵀ‖ (log scale).
 
@@ -37,6 +38,10 @@ def attention_figure(result, gammas=None) -> Figure:
             bottom.semilogy(steps, result.trained.extras["qk_norm"][k].numpy(), color=color, lw=1.3)
         label_levels(top, result.levels, result.level_names)
         label_side_levels(top, result.side_levels)
+        models = [k for k, gk in enumerate(result.gammas) if gk == g]
+        curves = torch.cat([result.trained.loss[models], result.baseline.loss[models]])
+        named = [*result.levels, *(h for _, h in result.side_levels)]
+        label_measured_rests(top, result.trained.steps, curves, named)
         top.set_title(f"γ = {g:g}   thin: attention learned; thick, pale: attention frozen at 1/L", fontsize=9)
         middle.axhspan(1 / L - BAND, 1 / L + BAND, color="grey", alpha=0.2, lw=0, label=f"1/L ± {BAND:g}")
         middle.set_ylim(0, 1)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
-from ctxlab.plots.style import gamma_colors
+from ctxlab.plots.style import gamma_colors, label_measured_rests
 
 
 def composition_figure(run, n_keys: int, majority: float | None = None) -> Figure:
@@ -17,7 +17,9 @@ def composition_figure(run, n_keys: int, majority: float | None = None) -> Figur
     ``symmetric`` [K, T]; ``gammas``). The dotted line on the held-out panels is one key in
     ``n_keys``: the share a single lucky key gives, about what an untrained model scores; on the training
     panel, ``majority`` (``ctxlab.composition.majority_share``): the accuracy of always answering the
-    most common label.
+    most common label, and any other level the training accuracy rests on (dotted, measured: the
+    loss curves' rule, ``ctxlab.rungs.shelves``; the held-out panels count whole keys, steps of
+    1/n_keys, where that rule would flag every count).
     """
     colors = gamma_colors(run.gammas)
     fig, axes = plt.subplots(1, 3, figsize=(13.5, 3.5), sharey=True)
@@ -33,8 +35,9 @@ def composition_figure(run, n_keys: int, majority: float | None = None) -> Figur
         ax.axhline(1 / n_keys, color="black", ls=":", lw=1, label=f"one key in {n_keys} ({1 / n_keys:g})")
     if majority is not None:
         axes[0].axhline(majority, color="grey", ls=":", lw=1, label=f"most common label ({majority:.3f})")
+    label_measured_rests(axes[0], run.steps, run.train_acc, [0.0, 1.0] if majority is None else [majority, 1.0])
     axes[0].set_ylabel("accuracy (share of sequences or keys)")
-    axes[0].legend(fontsize=8, loc="center right")
+    axes[0].legend(fontsize=7, loc="center right", bbox_to_anchor=(1, 0.5))  # right of the curves, above the dotted lines
     axes[1].legend(handles=axes[1].get_legend_handles_labels()[0][-1:], fontsize=8, loc="upper left")
     fig.tight_layout()
     return fig

@@ -36,8 +36,7 @@ def fixed_codes_curves(result) -> Figure:
             ax.plot(steps[1:], result.trajectory.loss[k, 1:].numpy(), ls=seed_style(j), lw=1.2,
                     color=CONDITION_COLORS.get(name, "black"), label=f"seed {result.trajectory.seeds[k]}")
         label_levels(ax, result.levels)
-        label_measured_rests(ax, result.trajectory.steps, result.trajectory.loss[models], result.levels, log=True,
-                             color=CONDITION_COLORS.get(name, "black"))
+        label_measured_rests(ax, result.trajectory.steps, result.trajectory.loss[models], result.levels, log=True)
         ax.set_xscale("log")
         ax.set_title(name, fontsize=10)
         ax.set_xlabel("gradient-descent step (log)")
@@ -97,7 +96,7 @@ def _draw_by_label(ax, x, curves: dict, levels, color) -> None:
         for j, curve in enumerate(group):
             ax.plot(x[1:], curve[1:].numpy(), ls=seed_style(j), lw=1.2, color=color(i, label),
                     label=label if j == 0 else None)
-        label_measured_rests(ax, x, group, levels, log=True, color=color(i, label))
+        label_measured_rests(ax, x, group, levels, log=True)
     label_levels(ax, levels)
     ax.set_xscale("log")
     ax.set_xlabel("gradient-descent step (log)")
@@ -160,8 +159,7 @@ def gpt_codes_figure(result) -> Figure:
     names, levels = ["ln V", *result.entropies], [math.log(result.config["vocab"]), *result.entropies.values()]
     label_levels(axes[0, 0], levels, names)
     for name, models in groups.items():
-        label_measured_rests(axes[0, 0], traj.steps, traj.loss[models], levels, log=True,
-                             color=CONDITION_COLORS.get(name, "black"))
+        label_measured_rests(axes[0, 0], traj.steps, traj.loss[models], levels, log=True)
     seeds = [traj.seeds[k] for k in next(iter(groups.values()))]  # one entry per line style, not per curve
     styles = [Line2D([], [], color="grey", ls=seed_style(j), lw=1.2, label=f"seed {s}") for j, s in enumerate(seeds)]
     axes[0, 0].legend(handles=axes[0, 0].get_legend_handles_labels()[0] + styles, loc="lower left", fontsize=7)

@@ -5,10 +5,11 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
-from ctxlab.plots.style import SEED_COLORS, label_levels, label_measured_rests, seed_style
+from ctxlab.plots.style import label_levels, label_measured_rests, seed_style
 
 
 NGRAM_COLORS = {"unigram": "#1b9e77", "bigram": "#d95f02", "trigram": "#7570b3"}
+MODEL_COLORS = ("#222222", "#1f78b4", "#8c510a", "#c51b7d")  # no n-gram level's colour: a curve is never read as one
 # what each recorded alignment is measured against: the trigram entry is the increment of the
 # previous character, not a second signature of the same kind (lesson 09)
 _SIGNATURE_NAMES = {"bigram": "bigram signature", "trigram": "trigram increment"}
@@ -34,7 +35,7 @@ def lm_panels(result, axes, title: str | None = None) -> None:
     models = list(zip(traj.gammas, traj.seeds))
     for k, (g, s) in enumerate(models):
         style = {"ls": seed_style(k), "lw": 1.2, "alpha": 0.9}
-        ax_loss.plot(steps, traj.loss[k].numpy(), color=SEED_COLORS[k % len(SEED_COLORS)], label=_model_label(g, s), **style)
+        ax_loss.plot(steps, traj.loss[k].numpy(), color=MODEL_COLORS[k % len(MODEL_COLORS)], label=_model_label(g, s), **style)
         for name, color in NGRAM_COLORS.items():
             kl = traj.extras[f"kl_{name}"][k]
             ax_kl.plot(steps, kl.numpy(), color=color, **style)

@@ -6,7 +6,7 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
 from ctxlab.plots.signatures import cosine_similarity
-from ctxlab.plots.style import ATTRIBUTE_MARKERS, gamma_colors, label_side_levels, measured_rests, token_ticks
+from ctxlab.plots.style import ATTRIBUTE_MARKERS, gamma_colors, label_measured_rests, token_ticks
 
 # --- lesson 06 ---
 
@@ -222,9 +222,8 @@ def plateau_race_figure(runs: dict, levels, at_step: int | None = None, sub_leve
         steps, loss = torch.as_tensor(steps), torch.as_tensor(loss)
         for i, curve in enumerate(loss):
             axes[0].plot(steps.numpy(), curve.numpy(), color=colors(c), lw=1.1, label=name if i == 0 else None)
-        for rest in measured_rests(steps, loss, named):
-            axes[0].axhline(rest, color=colors(c), ls=":", lw=1.0, zorder=0)
-            label_side_levels(axes[2], [("rest (measured)", rest)], colors(c))
+        for level, first, last in label_measured_rests(axes[2], steps, loss, named, color=colors(c), span=False):
+            axes[0].hlines(level, first, last, color=colors(c), ls=":", lw=2.0, zorder=0)  # named on the right panel
         onsets = stair_onsets(steps, loss, list(levels))  # [n, L]
         for k in range(n_stairs):
             x = c + (k - (n_stairs - 1) / 2) * width + np.linspace(-0.06, 0.06, loss.shape[0])

@@ -8,6 +8,7 @@ ORDER_COLORS = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e")
 SEED_STYLES = ("-", "--", "-.", (0, (5, 1, 1, 1, 1, 1)))
 SEED_COLORS = ("#222222", "#1f78b4", "#e6550d", "#31a354")
 ATTRIBUTE_MARKERS = ("o", "^", "s", "D", "v")
+NEAR = 4 * TOL  # nats: a measured rest this close to a named level has its name lifted clear of that level's
 # one colour per init scale: the smallest init (largest γ) blue, then red, green, purple
 GAMMA_COLORS = ("#1f78b4", "#e31a1c", "#33a02c", "#6a3d9a")
 
@@ -51,25 +52,35 @@ def label_side_levels(ax, side_levels, color: str = "grey") -> None:
                     textcoords="offset points", ha="left", va="center", fontsize=7, color=color)
 
 
-def measured_rests(steps, losses, named, log: bool = False, tol: float = TOL) -> list[float]:
-    """The levels the curves [K, T] rest on that are none of the ``named`` ones
+def measured_rests(steps, losses, named, log: bool = False, tol: float = TOL) -> list[tuple[float, int, int]]:
+    """(level, first step, last step) for the rests of the curves [K, T] at none of the ``named`` levels
     (``ctxlab.rungs.unnamed_rests``; ``log``: the figure's step axis), rests of several curves within
-    ``tol`` of each other merged into one at their mean."""
-    found = sorted(s.level for _, s in unnamed_rests(steps, losses, named, tol, log))
+    ``tol`` of each other merged into one at their mean level, over the steps any of them rests there."""
     groups = []
-    for level in found:
-        if groups and level - groups[-1][0] <= tol:
-            groups[-1].append(level)
+    for rest in sorted((r for _, r in unnamed_rests(steps, losses, named, tol, log)), key=lambda r: r.level):
+        if groups and rest.level - groups[-1][0].level <= tol:
+            groups[-1].append(rest)
         else:
-            groups.append([level])
-    return [sum(group) / len(group) for group in groups]
+            groups.append([rest])
+    return [(sum(r.level for r in g) / len(g), min(r.first for r in g), max(r.last for r in g)) for g in groups]
 
 
-def label_measured_rests(ax, steps, losses, named, log: bool = False, color: str = "grey") -> list[float]:
-    """Draw :func:`measured_rests` dotted in ``color`` (the resting curves' own), each named "rest
-    (measured)" at the right edge, so that every level a figure's curves rest on is drawn and named."""
+def label_measured_rests(ax, steps, losses, named, log: bool = False, color: str = "grey",
+                         span: bool = True) -> list[tuple[float, int, int]]:
+    """Draw :func:`measured_rests` dotted in ``color`` (the resting curves' own) over the steps of the rest
+    (``span``; else across the axes, for a panel whose x axis is not steps), each named "rest (measured)"
+    at the right edge, so that every level a figure's curves rest on is drawn and named. A name is lifted
+    clear of a named level's within ``NEAR`` nats (whose own label sits at its level)."""
     rests = measured_rests(steps, losses, named, log)
-    label_side_levels(ax, [("rest (measured)", level) for level in rests], color)
+    for level, first, last in rests:
+        if span:
+            ax.hlines(level, first, last, color=color, ls=":", lw=2.0, zorder=0)
+        else:
+            ax.axhline(level, color=color, ls=":", lw=1.0, zorder=0)
+        nearest = min(named, key=lambda h: abs(h - level))
+        lift = 0 if abs(nearest - level) > NEAR else (5 if level > nearest else -5)
+        ax.annotate(f"rest (measured) = {level:.3f}", (1.0, level), xycoords=("axes fraction", "data"),
+                    xytext=(3, lift), textcoords="offset points", ha="left", va="center", fontsize=7, color=color)
     return rests
 
 

@@ -23,7 +23,7 @@ from ctxlab.attention_exp import (
     train_attention,
 )
 from ctxlab.models import ensemble_grid
-from ctxlab.plots import label_levels, label_side_levels
+from ctxlab.plots import label_levels, label_measured_rests, label_side_levels
 from ctxlab.tasks import make_task
 from ctxlab.widgets._common import Dashboard, ResultCache
 
@@ -137,6 +137,8 @@ def draw_attention(sweep: AttentionSweep, gamma_index: int, step_index: int, see
     ax_loss.plot(steps, loss, color="black", lw=1.5)
     label_levels(ax_loss, sweep.levels, sweep.level_names or None)
     label_side_levels(ax_loss, sweep.side_levels)
+    label_measured_rests(ax_loss, sweep.steps, sweep.loss[gamma_index, seed_index][None],
+                         [*sweep.levels, *(h for _, h in sweep.side_levels)])
     ax_loss.axvline(step, color="crimson", lw=1)
     ax_loss.set_ylim(*span)
     ax_loss.set(xlabel="step", ylabel="loss (nats)", title=f"loss, γ = {sweep.settings.gammas[gamma_index]:g}, "

@@ -137,7 +137,8 @@ class StaircaseView:
         for s, line in enumerate(self.seed_lines):
             line.set_ydata(sweep.loss[gamma_index, s].numpy())
         self.loss_line.set_ydata(sweep.loss[gamma_index, seed_index].numpy())
-        rests = measured_rests(sweep.steps, sweep.loss[gamma_index, seed_index][None], self.named)[:MAX_RESTS]
+        rests = [level for level, _, _ in measured_rests(sweep.steps, sweep.loss[gamma_index, seed_index][None],
+                                                         self.named)][:MAX_RESTS]
         for i, (line, label) in enumerate(zip(self.rest_lines, self.rest_labels)):
             shown = i < len(rests)
             line.set_visible(shown)
