@@ -176,11 +176,12 @@ def measure_rungs(steps: Tensor, loss: Tensor, levels: Sequence[float], tol: flo
 
 @dataclass(frozen=True)
 class Tread:
-    """A stretch where the loss rests (slope at most ``flat``): from step ``first`` to ``last`` at ``level``."""
+    """A stretch where the loss rests, from step ``first`` to ``last`` at ``level``: flat at every record
+    (:func:`treads`) or within ``tol`` of the level throughout (:func:`shelves`)."""
 
     first: int
     last: int
-    level: float  # the loss at the tread's middle recorded step
+    level: float  # treads: the loss at the middle record; shelves: the middle of the band
 
     @property
     def steps(self) -> int:
@@ -233,6 +234,8 @@ def shelves(steps: Tensor, loss: Tensor, tol: float = TOL, log: bool = False) ->
         raise ValueError("shelves reads one finite loss curve [T]")
     if log:  # a log axis does not draw step 0
         steps, loss = steps[steps > 0], loss[steps > 0]
+    if loss.numel() < 3:
+        return []
     span = SHELF_SHARE * float(steps[-1] - steps[0])
     found, i, T = [], 0, loss.numel()
     while i < T - 1:

@@ -16,8 +16,8 @@ def attention_figure(result, gammas=None) -> Figure:
     """One column per γ, one colour per seed. Top: the loss of the attention model (thin) and of the
     same model with attention frozen uniform (thick and pale, drawn underneath: where the two agree
     the thin line runs inside the pale one), against the labelled levels, the bag's floor and the loss
-    with all but one position read (dotted), and any other level a curve rests on (dotted, measured). Middle: the attention from the key to the position it
-    names, with the band 1/L ± BAND.
+    with all but one position read (dotted), and any other level a curve rests on (dotted, measured).
+    Middle: the attention from the key to the position it names, with the band 1/L ± BAND.
     Bottom: ‖W_Q W_Kᵀ‖ (log scale).
 
     ``result`` is a :class:`ctxlab.attention_exp.AttentionResult`.

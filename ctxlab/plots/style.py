@@ -67,7 +67,7 @@ def measured_rests(steps, losses, named, log: bool = False, tol: float = TOL) ->
 
 def label_measured_rests(ax, steps, losses, named, log: bool = False, color: str = "grey",
                          span: bool = True) -> list[tuple[float, int, int]]:
-    """Draw :func:`measured_rests` dotted in ``color`` (the resting curves' own) over the steps of the rest
+    """Draw :func:`measured_rests` dotted in ``color`` (grey, or the resting curves' own) over the steps of the rest
     (``span``; else across the axes, for a panel whose x axis is not steps), each named "rest (measured)"
     at the right edge, so that every level a figure's curves rest on is drawn and named. A name is lifted
     clear of a named level's within ``NEAR`` nats (whose own label sits at its level)."""
@@ -77,8 +77,8 @@ def label_measured_rests(ax, steps, losses, named, log: bool = False, color: str
             ax.hlines(level, first, last, color=color, ls=":", lw=2.0, zorder=0)
         else:
             ax.axhline(level, color=color, ls=":", lw=1.0, zorder=0)
-        nearest = min(named, key=lambda h: abs(h - level))
-        lift = 0 if abs(nearest - level) > NEAR else (5 if level > nearest else -5)
+        nearest = min(named, key=lambda h: abs(h - level), default=None)
+        lift = 0 if nearest is None or abs(nearest - level) > NEAR else (5 if level > nearest else -5)
         ax.annotate(f"rest (measured) = {level:.3f}", (1.0, level), xycoords=("axes fraction", "data"),
                     xytext=(3, lift), textcoords="offset points", ha="left", va="center", fontsize=7, color=color)
     return rests
