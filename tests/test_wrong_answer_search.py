@@ -43,15 +43,16 @@ from ctxlab.checks.lesson06 import splitting_pairs
 from ctxlab.checks.lesson07 import leaves_uniform
 from ctxlab.checks.lesson08 import layernorm_norms_reference
 from ctxlab.checks.lesson09 import bigram_counts, bigram_table, closest_steps, kl_to_bigram
-from ctxlab.checks.lesson10 import signature_from_counts
+from ctxlab.checks.lesson10 import bin_cka, signature_from_counts
 from ctxlab.checks.lesson10_build import frequency_report_reference, report_differs
 from ctxlab.checks.lesson11 import finishing_order
 from ctxlab.checks.lesson13 import classes_of, knn_overlap, same_partition, shared_count
 from ctxlab.checks.lesson13_build import first_step_at_or_below
+from ctxlab.checks.lesson16_build import bin_gain_reference, close_problem
 from ctxlab.composition import line_up
 from ctxlab.dataset import Dataset
 from ctxlab.fixed_codes import binary_codes
-from ctxlab.learning_times import order_losses, token_orders
+from ctxlab.learning_times import order_losses, r_squared, token_orders
 from ctxlab.rungs import stair_onsets
 from ctxlab.signatures import conditional_entropy, joint
 from ctxlab.theory import fit_growth_rate
@@ -91,6 +92,55 @@ def cka_centred_over_features(E, S):
 def cka_centred_by_one_mean(E, S):
     """One overall mean subtracted from every entry, not a mean per column."""
     return contract_02.uncentred_cka(E - E.mean(), S - S.mean())
+
+
+def bin_centred_over_all_tokens(E, S, frequency, lo, hi):
+    """E and S centred over the whole vocabulary, then the bin's rows taken (not centred over the bin)."""
+    idx = frequency.argsort(descending=True, stable=True)[lo:hi]
+    return contract_02.uncentred_cka((E - E.mean(0))[idx].double(), (S - S.mean(0))[idx].double())
+
+
+def bin_by_frequency_thresholds(E, S, frequency, lo, hi):
+    """Every token whose frequency lies between the rank-(hi-1) and rank-lo values: ties at an edge let
+    extra tokens in."""
+    ranked = frequency.sort(descending=True).values
+    keep = (frequency <= ranked[lo]) & (frequency >= ranked[hi - 1])
+    return float(cka(E[keep].double(), S[keep].double()))
+
+
+def rebuild_sst_about_the_rebuild(mean, fitted, weights):
+    """SST taken about the rebuild's time-mean, not the measured curve's."""
+    rebuilt = weights.double() @ fitted.double()
+    mean = mean.double()
+    return float(1 - (mean - rebuilt).pow(2).sum() / (mean - rebuilt.mean()).pow(2).sum())
+
+
+def rebuild_summed_not_weighted(mean, fitted, weights):
+    """The fitted curves added up, each with weight 1."""
+    return float(r_squared(mean, fitted.double().sum(0)))
+
+
+def gain_as_difference(without, with_tables, data, edges, position):
+    """The bin's mean update with tables minus, not over, its mean update without."""
+    return _gain_means(without, with_tables, data, edges, position, lambda a, b: a - b)
+
+
+def gain_absent_tokens_in_the_first_bin(without, with_tables, data, edges, position):
+    """A token that never occurs at the position (π = 0) counted in a first bin whose lower edge is 0."""
+    return _gain_means(without, with_tables, data, edges, position, lambda a, b: a / b, closed_at_zero=True)
+
+
+def _gain_means(without, with_tables, data, edges, position, combine, closed_at_zero=False):
+    freq = torch.zeros(data.vocab_size, dtype=torch.float64).index_add_(0, data.x[:, position].long(), data.weights.double())
+    out = []
+    for b, (lo, hi) in enumerate(zip(edges[:-1], edges[1:])):
+        inside = (freq > lo) & (freq <= hi)
+        if closed_at_zero and b == 0 and lo == 0:
+            inside = inside | (freq == 0)
+        ids = inside.nonzero()[:, 0]
+        out.append(combine(with_tables.double()[:, ids].mean(1), without.double()[:, ids].mean(1)) if len(ids)
+                   else torch.full((without.shape[0],), float("nan"), dtype=torch.float64))
+    return torch.stack(out, dim=1)
 
 
 def bigram_alpha_once_per_row(tokens, V, alpha):
@@ -521,6 +571,35 @@ def growth_oracle(steps, a, start, stop):
     return sum((x - mx) * (y - my) for x, y in pairs) / sum((x - mx) ** 2 for x, _ in pairs)
 
 
+def bin_alignment_oracle(E, S, frequency, lo, hi):
+    f = frequency.double().tolist()
+    idx = sorted(range(len(f)), key=lambda i: (-f[i], i))[lo:hi]  # falling frequency, ties by id
+    return cka_oracle(E[idx], S[idx])
+
+
+def reconstruction_oracle(mean, fitted, weights):
+    m, w = mean.double().tolist(), weights.double().tolist()
+    rows = fitted.double().tolist()
+    rebuilt = [sum(wi * r[t] for wi, r in zip(w, rows)) for t in range(len(m))]
+    average = sum(m) / len(m)
+    return 1 - sum((a - b) ** 2 for a, b in zip(m, rebuilt)) / sum((a - average) ** 2 for a in m)
+
+
+def gain_oracle(without, with_tables, data, edges, position):
+    freq = [0.0] * data.vocab_size
+    for row, weight in zip(data.x.tolist(), data.weights.double().tolist()):
+        freq[row[position]] += weight
+    a, b = with_tables.double().tolist(), without.double().tolist()
+    out = []
+    for k in range(len(a)):
+        row = []
+        for lo, hi in zip(edges[:-1], edges[1:]):
+            ids = [s for s, f in enumerate(freq) if lo < f <= hi]
+            row.append(sum(a[k][s] for s in ids) / sum(b[k][s] for s in ids) if ids else math.nan)
+        out.append(row)
+    return torch.tensor(out, dtype=torch.float64)
+
+
 def line_up_oracle(E, tokens, values):
     rows = [E.double()[t].tolist() for t in tokens.tolist()]
     n, d = len(rows), len(rows[0])
@@ -905,6 +984,11 @@ SPECS = {
     "check_10_bigram_signature": Spec(
         checks.check_10_bigram_signature, S.stream_inputs(), signature_from_counts, _tensors(1e-5), stream_signature_oracle,
         {"pairs counted both ways": signature_counted_both_ways, "one distribution over both halves": signature_one_row_distribution}),
+    "check_10_bin_alignment": Spec(
+        checks.check_10_bin_alignment, S.bin_alignment_inputs(), bin_cka, lambda g, w: number_close(atol=1e-5)(g, w) is None,
+        bin_alignment_oracle,
+        {"centred over all tokens, not over the bin": bin_centred_over_all_tokens,
+         "a bin by frequency thresholds": bin_by_frequency_thresholds}),
     "check_10_frequency_report": Spec(
         checks.check_10_frequency_report, S.report_inputs(), frequency_report_reference,
         lambda g, w: report_differs(g, w) is None, contract_10.learner_report,
@@ -941,6 +1025,14 @@ SPECS = {
         checks.check_15_token_orders, S.order_inputs(), token_orders, _tensors(1e-9), orders_oracle,
         {"-1 where no order qualifies, not k = L": orders_fallback(-1),
          "0 where no order qualifies (argmax without the fallback)": orders_fallback(None)}),
+    "check_15_reconstruction_r2": Spec(
+        checks.check_15_reconstruction_r2, S.reconstruction_inputs(), lambda m, f, w: float(r_squared(m, w.double() @ f.double())),
+        lambda g, w: number_close(1e-6)(g, w) is None, reconstruction_oracle,
+        {"SST about the rebuild's mean": rebuild_sst_about_the_rebuild, "curves summed, not weighted": rebuild_summed_not_weighted}),
+    "check_16_bin_gain": Spec(
+        checks.check_16_bin_gain, S.gain_inputs(), bin_gain_reference, lambda g, w: close_problem(g, w, "gains") is None,
+        gain_oracle,
+        {"with minus without": gain_as_difference, "tokens absent at the position in the first bin": gain_absent_tokens_in_the_first_bin}),
     "check_16_loglog_slope": Spec(
         checks.check_16_loglog_slope, S.loglog_inputs(), lambda f, s_: float(loglog_slope(f, s_)),
         lambda g, w: number_close(1e-4)(g, w) is None, loglog_oracle,

@@ -570,6 +570,70 @@ def stream_inputs(draw) -> tuple:
 
 
 @st.composite
+def bin_alignment_inputs(draw) -> tuple:
+    """(E [V, d], S [V, m], frequency [V], lo, hi) for set 10's alignment inside a frequency bin: V = 4 to
+    24 tokens, frequencies distinct, or integer counts with ties (across the bin's edges too), or a few
+    values repeated; a bin of 3 ranks or more anywhere, the whole vocabulary included; E independent of
+    S or a noisy image of it, shifted or not; float32 or float64. Bins whose rows are constant are left out."""
+    V = draw(st.integers(4, 24))
+    g = _generator(draw)
+    kind = draw(st.sampled_from(("distinct", "counts", "few values")))
+    if kind == "distinct":
+        frequency = torch.rand(V, generator=g, dtype=torch.float64)
+    elif kind == "counts":
+        frequency = torch.randint(0, draw(st.integers(2, 8)), (V,), generator=g).double()
+    else:
+        frequency = torch.tensor(draw(st.lists(st.sampled_from((0.5, 0.25, 0.125)), min_size=V, max_size=V)), dtype=torch.float64)
+    lo = draw(st.integers(0, V - 3))
+    hi = draw(st.integers(lo + 3, V))
+    S = torch.randn(V, draw(st.integers(1, 6)), generator=g, dtype=torch.float64)
+    E = _partner(draw, g, S, draw(st.integers(1, 6)), noise=0.5) + draw(st.sampled_from((0.0, 3.0)))
+    order = sorted(range(V), key=lambda i: (-float(frequency[i]), i))[lo:hi]
+    assume(all(float((M[order] - M[order].mean(0)).norm()) > 1e-6 * float(M[order].norm()) for M in (E, S)))
+    dtype = draw(st.sampled_from((torch.float32, torch.float64)))
+    return E.to(dtype), S.to(dtype), frequency.to(dtype), lo, hi
+
+
+@st.composite
+def reconstruction_inputs(draw) -> tuple:
+    """(mean_curve [T], fitted [N, T], weights [N]) for set 15's rebuild: T = 3 to 40 records, N = 1 to 8
+    curves (sigmoid-like or any), probabilities summing to 1 (equal or not, some tiny), a measured mean
+    equal to the rebuild, noisy or shifted by a constant; float32 or float64; the mean curve varies."""
+    T, N = draw(st.integers(3, 40)), draw(st.integers(1, 8))
+    g = _generator(draw)
+    t = torch.linspace(0, 1, T, dtype=torch.float64)
+    if draw(st.booleans()):
+        fitted = 0.3 + 0.4 * torch.sigmoid(-(t[None] - torch.rand(N, 1, generator=g, dtype=torch.float64)) * 12)
+    else:
+        fitted = torch.rand(N, T, generator=g, dtype=torch.float64)
+    raw = torch.ones(N, dtype=torch.float64) if draw(st.booleans()) else torch.rand(N, generator=g, dtype=torch.float64) + 1e-3
+    weights = raw / raw.sum()
+    mean = weights @ fitted + draw(st.sampled_from((0.0, 0.01, 0.2))) * torch.randn(T, generator=g, dtype=torch.float64)
+    mean = mean + draw(st.sampled_from((0.0, 0.02, -0.5)))
+    assume(float((mean - mean.mean()).pow(2).sum()) > 1e-6)
+    dtype = draw(st.sampled_from((torch.float32, torch.float64)))
+    return mean.to(dtype), fitted.to(dtype), weights.to(dtype)
+
+
+@st.composite
+def gain_inputs(draw) -> tuple:
+    """(without [K, V], with_tables [K, V], data, edges, position) for set 16's gain per frequency bin: a
+    small dataset (uniform or random row weights; tokens absent at the position), any position, 2 to 5
+    increasing edges on a grid of sixteenths (so a frequency can lie on an edge exactly), 0 and 1
+    included or not, so that bins can be empty and tokens can fall outside every bin; K = 1 to 3 models
+    with positive update sizes; float32 or float64."""
+    data = draw(datasets(max_len=3, max_vocab=6))
+    position = draw(st.integers(0, data.seq_len - 1))
+    edges = sorted(draw(st.sets(st.integers(0, 16), min_size=2, max_size=5)))
+    K, V = draw(st.integers(1, 3)), data.vocab_size
+    g = _generator(draw)
+    without = torch.rand(K, V, generator=g, dtype=torch.float64) + 0.01
+    with_tables = without * (0.5 + 20 * torch.rand(K, V, generator=g, dtype=torch.float64))
+    dtype = draw(st.sampled_from((torch.float32, torch.float64)))
+    return without.to(dtype), with_tables.to(dtype), data, [e / 16 for e in edges], position
+
+
+@st.composite
 def report_inputs(draw) -> tuple:
     """(tokens, V, E, bin_size, n_shuffles, seed): a stream over some of V ids (ids that never occur, ties in
     the counts from a repeated pattern, odd and even lengths), an embedding of any width in float32 or
