@@ -209,8 +209,8 @@ plt.show()
 #
 # * **top**: the loss leaves ln 2 and rests on H(Y | key) for over a thousand steps, then slides to
 #   the bag's floor H(Y | key, bag) (seeds 1 and 2, learned and frozen alike, bend partway down, at a
-#   loss this lesson does not explain; every seed first rests about 0.02 above it, dotted as
-#   measured, printed) and then rests on it, within 0.01, for thousands of steps. The
+#   loss this lesson does not explain; every learned seed first rests about 0.02 above it, dotted
+#   as measured, printed) and then rests on it, within 0.01, for thousands of steps. The
 #   same model with attention frozen at 1/L (pale) follows it that far (the curves overlap) and
 #   stays there, more than 0.2 nats above the last level. The learned model then takes the last
 #   stair in two treads: near the dotted line "2 of 3 positions read", then H(Y | key, x_p);
@@ -231,17 +231,18 @@ partial = result.partial_level
 trained_end = torch.tensor([r.final for r in result.reads]) - last
 uniform_end = torch.tensor([r.final for r in result.baseline_reads]) - last
 flat = [result.flat_on_key_rung(k) for k in range(result.trained.n_models)]
-bag_treads = [longest_tread_at(steps, curve, bag_level, 0.01) for curve in result.trained.loss]
-bag_rest = [0 if t is None else t.steps for t in bag_treads]
-flat_bag = [None if t is None else float((attention[k, (steps >= t.first) & (steps <= t.last)] - 1 / L).abs().max())
-            for k, t in enumerate(bag_treads)]
+ladder = [*levels[:2], bag_level, partial, last]  # the floor as a rung: rests on it are read as on any rung
+bag_reads = [measure_rungs(steps, curve, ladder).rungs[2] for curve in result.trained.loss]
+bag_rest = [r.dwell for r in bag_reads]  # steps within 0.01 of the floor while flat
+flat_bag = [None if r.span is None else float((attention[k, (steps >= r.span[0]) & (steps <= r.span[1])] - 1 / L).abs().max())
+            for k, r in enumerate(bag_reads)]
 rise = torch.tensor([r.rise for r in result.reads])
 at_bag = crossing_step(steps, result.trained.loss, bag_level + TOL)  # first step within 0.01 above the bag's floor
 qk_doubles = torch.stack([crossing_step(steps, qk[k], 2 * float(qk[k, 0]), below=False) for k in range(len(qk))])
 qk_growth = qk[:, -1] / qk[:, 0]
 print("trained end - H(Y|key,x_p):", [f"{v:+.4f}" for v in trained_end.tolist()])
 print("uniform end - H(Y|key,x_p):", [f"{v:+.4f}" for v in uniform_end.tolist()])
-print("steps on H(Y|key):", [r.dwells()[1] for r in result.reads], " longest rest within 0.01 of the bag's floor:", bag_rest)
+print("steps on H(Y|key):", [r.dwells()[1] for r in result.reads], " steps resting on the bag's floor:", bag_rest)
 print("largest |attention - 1/L| while on H(Y|key):", [f"{v:.4f}" for v in flat])
 print("largest |attention - 1/L| while resting on H(Y|key, bag):", [f"{v:.4f}" for v in flat_bag])
 print("attention to the target at the end:", [f"{v:.3f}" for v in attention[:, -1].tolist()])
@@ -292,11 +293,10 @@ lagging, leading = [float(m.min()) for m in middles], [float(m.sort().values[1])
 falls = [max(((p, float(c.max()), float(c[int(c.argmax()):].min())) for p, c in enumerate(by_position[k].T)),
              key=lambda f: f[1] - f[2]) for k in range(len(middles))]  # (position, peak, lowest after it)
 print(f"the '2 of 3 positions read' level: {partial:.4f}")
-print("tread near it, per seed (first step, last step, loss):",
-      [(t.first, t.last, round(t.level, 4)) if t else None for t in sub_treads])
+print("tread near it, per seed (first step, last step, loss):", [(t.first, t.last, round(t.level, 4)) if t else None for t in sub_treads])
 print("in its middle: the lagging position", [int(m.argmin()) for m in middles], "its attention",
       [f"{v:.3f}" for v in lagging], " the lower of the two leading ones", [f"{v:.3f}" for v in leading])
-print("largest fall after a peak, per seed (position, peak, lowest after):", [(p, round(a, 2), round(b, 2)) for p, a, b in falls])
+print("largest fall after a key group's highest value, per seed (position, highest, lowest after):", [(p, round(a, 2), round(b, 2)) for p, a, b in falls])
 print("attention at the end by the position the key names, per seed:", [[round(v, 2) for v in r] for r in by_position[:, -1].tolist()])
 
 # %%
@@ -315,10 +315,11 @@ print("there, one position's attention is within 1/L ± 0.02 and the other two a
 #
 # Attention to the target does not only rise. When the lagging position is learned, at the end
 # of the tread, the attention of keys that were already reading can fall back (printed: the largest
-# fall after a peak): in seed 0 the keys naming position 2 fall from 0.63 to 0.54 and climb again
+# fall after a key group's highest value): in seed 0 the keys naming position 2 fall from 0.63 to 0.54 and climb again
 # to 0.59, in seed 2 those naming position 0 fall from 0.55 to 0.48 and end there, below half; in
-# seed 1 none falls back by 0.01. The last level does not need most of each key's attention on its
-# target: the loss ends 0.0003 to 0.0007 above H(Y | key, x_p) in every seed, seed 2 included.
+# seed 1 the keys dip briefly at the end of the tread (the figure) and then climb above their
+# earlier highest, so none ends below its peak. The last level does not need most of each key's
+# attention on its target: the loss ends 0.0003 to 0.0007 above H(Y | key, x_p) in every seed.
 
 # %% [markdown]
 # ## Adam: the same model, the same task
@@ -356,12 +357,12 @@ adam_grown = adam_qk[:, adam.index(100)] / adam_qk[:, 0]
 adam_h1_dwell = [r.dwells()[1] for r in adam_reads]
 adam_reach = crossing_step(adam.steps, adam.loss, last + TOL)
 adam_attention_end = adam.extras["attention"][:, -1]
-adam_bag_rest = [0 if t is None else t.steps for t in (longest_tread_at(adam.steps, c, bag_level, 0.01) for c in adam.loss)]
+adam_bag_rest = [measure_rungs(adam.steps, c, ladder).rungs[2].dwell for c in adam.loss]
 gd_h1_dwell = [r.dwells()[1] for r in result.reads]
 gd_reach = crossing_step(steps, result.trained.loss, last + TOL)
 print("Adam: ‖W_Q W_Kᵀ‖ at step 100 / at init:", [f"{v:.0f}" for v in adam_grown.tolist()])
 print("steps resting on H(Y|key): Adam", adam_h1_dwell, " GD", gd_h1_dwell)
-print("longest rest within 0.01 of the bag's floor: Adam", adam_bag_rest, " GD", bag_rest)
+print("steps resting on the bag's floor: Adam", adam_bag_rest, " GD", bag_rest)
 print("first step within 0.01 of the last level (-1: never): Adam", adam_reach.tolist(), " GD", gd_reach.tolist())
 print("Adam: final loss", [f"{r.final:.3f}" for r in adam_reads], " attention to the target at the end",
       [f"{v:.3f}" for v in adam_attention_end.tolist()])
@@ -400,8 +401,8 @@ print("Adam: seed 1 has keys attending most to a position they do not name, seed
 # about 0.21 near step 40 (all printed). Two seeds reach the last level within about 100 steps and
 # end on it, with most of the key's attention on its target.
 #
-# The third, seed 1, ends on a level of its own, about 0.363 (dotted, labelled as measured): from
-# step 150 on it stays within 0.01 of it (99% of the steps, printed). No level this lesson computes
+# The third, seed 1, ends on a level of its own, about 0.363 (dotted, labelled as measured),
+# within 0.01 of it for 99% of the steps from step 150 on (printed). No level this lesson computes
 # lies there ("2 of 3 positions read" is 0.02 above). Two of seed 1's six keys, k3→0 and k5→2, send
 # more of their attention to position 1, which neither names, than to any other (0.63 and 0.50;
 # printed); seeds 0 and 2 have no such key. Its attention moved before the bag was learned and put
@@ -410,8 +411,7 @@ print("Adam: seed 1 has keys attending most to a position they do not name, seed
 #
 # Of the order E2/E3 predict (the key, the bag, attention last) Adam keeps only the first step: the
 # ε-hierarchy belongs to gradient *flow*, which is why the course teaches the theory with plain GD.
-
-# %% [markdown]
+#
 # ## Explore
 #
 # In a live notebook the explorer scrubs through seed 0 of the GD run: the key's attention map (a

@@ -155,7 +155,7 @@ for n in (1, 2):
 # difference sits in the height of the line, not in its slope. (This compares how far each moved,
 # not what the move does to the output.) Even the rarest key's table rows move 0.61–0.84 times as
 # far as the most frequent key's embedding row with one table, and 0.86–1.08 times as far with
-# two. Two tables give about 1.3 times the ratio of one, not twice. This ratio of 13–24 is not
+# two. Two tables give about 1.3 to 1.4 times the ratio of one, not twice. This ratio of 13–24 is not
 # the paper's "up to K-fold" gradient amplification (see the box below): it compares how far two
 # different parameters of one model moved in 10 steps, is far larger than K, and does not grow in
 # proportion to K.
@@ -193,7 +193,8 @@ fig = plots.bin_loss_figure(run)
 # above) lies within 0.02 of it, the head bin's lowest (0.675) and the three rarer bins' almost
 # on ln 2 (0.690–0.692), since their labels' marginal is nearly uniform. Each bin's loss then
 # comes down towards H₃, passing H₁ and H₂ on the way, and after 500 steps ends between about 0.48
-# and 0.51, still above H₃. At γ = 0.75 the treads are short, so we read the curves by when they are
+# and 0.51, still above H₃. At γ = 0.75 the treads are short (with tables the head bin slows between
+# H₁ and H₂ without resting, printed: no rest at a level not drawn), so we read the curves by when they are
 # halfway down each stair, below the midpoint between two levels. The head bin (dark) comes down
 # first and the tail bin (light) last, in every panel and seed. With a table (middle, right) the
 # first drop comes sooner, and the bins fan out more widely in time.
@@ -231,7 +232,7 @@ fig = plots.rung_step_figure(run)
 # %% [markdown]
 # Read the three panels from left to right. At rung 1 the table brings every bin forward, the
 # head bin most. Without a table the tail bin needs 1.2–1.3 times the head's steps; with one or
-# two tables 2.3–2.9 times (from the steps printed above; the check below asks for < 1.5 and > 1.8). By rung 3 most of the head start is gone: every bin
+# two tables 2.2–2.9 times (from the steps printed above; the check below asks for < 1.5 and > 1.8). By rung 3 most of the head start is gone: every bin
 # gains less than it did at rung 1. Against no table, the head bin is 0.97–1.54 times as fast with
 # one table and 0.88–1.22 with two, the tail bin 0.82–1.21 and 0.87–1.19 (printed above): faster in
 # two seeds, slower in seed 0 in both bins. So on this rung the gain is small and not consistent.
@@ -331,9 +332,10 @@ print("... and sooner still with the table at every layer, by at least 1.2x, eve
 # second layer. It still brings every bin forward at rung 1, but by less: halfway down at 90–105
 # steps for the head bin and 130–135 for the tail, against 125–150 and 165–185 without a table and
 # 35 and 80–90 with re-injection. Counted in steps saved, the first-layer table gives 0.39 to 0.53
-# of what re-injection gives (printed). So on this task the early gain grows as the table comes
-# closer to the logits: two small factors from them for a first-layer row, one for a second-layer
-# row, against three for an embedding row. This control moves the table, not the number of
+# of what re-injection gives (printed). So on this task a table in the first hidden layer alone
+# gains less than one re-injected into both layers; we read it as the number of small factors between
+# a row and the logits (two for a first-layer row, one for a second-layer row, three for an embedding
+# row), but no table in the second layer alone was run. This control moves the table, not the number of
 # parameters, so it does not say how much of the gain the extra parameters would give at E's
 # depth. In both placements tried, the ratio is flat in π(s) (left panel): the table rows follow
 # the frequency law of the embedding.
@@ -354,8 +356,7 @@ print("... and sooner still with the table at every layer, by at least 1.2x, eve
 # > than the embedding rows: a larger displacement for every token, not a removal of the frequency
 # > factor. The tables speed up the first rung, but as a ratio more for frequent than for rare
 # > keys; on the last rung the gain is small and not consistent across seeds. The same table added to
-# > the first hidden layer only gives 0.39 to 0.53 of that early gain, counted in steps saved; the
-# > gain grows as the table comes closer to the logits. We do not test contextual collapse. This says nothing about TIDE's results
+# > the first hidden layer only gives 0.39 to 0.53 of that early gain, counted in steps saved. We do not test contextual collapse. This says nothing about TIDE's results
 # > at scale (long training, Adam, text where a rare token's context is rare too). It does say
 # > that, at small init under gradient descent, re-injection does not by itself remove the
 # > frequency factor from a token's learning.
