@@ -43,6 +43,7 @@ from ctxlab.checks.lesson06 import splitting_pairs
 from ctxlab.checks.lesson07 import leaves_uniform
 from ctxlab.checks.lesson08 import layernorm_norms_reference
 from ctxlab.checks.lesson09 import bigram_counts, bigram_table, closest_steps, kl_to_bigram
+from ctxlab.checks.lesson09_build import band_margins_reference, margin_variant
 from ctxlab.checks.lesson10 import bin_cka, signature_from_counts
 from ctxlab.checks.lesson10_build import frequency_report_reference, report_differs
 from ctxlab.checks.lesson11 import finishing_order
@@ -141,6 +142,20 @@ def _gain_means(without, with_tables, data, edges, position, combine, closed_at_
         out.append(combine(with_tables.double()[:, ids].mean(1), without.double()[:, ids].mean(1)) if len(ids)
                    else torch.full((without.shape[0],), float("nan"), dtype=torch.float64))
     return torch.stack(out, dim=1)
+
+
+def margins_from_the_records_mean(embeddings, signature, perms):
+    """The displacement taken from the mean over records, not from record 0."""
+    E = embeddings.double()
+    displaced = torch.cat([torch.zeros_like(E[:, :1]), E - E.mean(1, keepdim=True)], 1)  # a zero record first
+    return band_margins_reference(displaced, signature, perms)[:, 1:]
+
+
+def margins_without_the_first_shuffle(embeddings, signature, perms):
+    """The band's top taken over all shuffles but the first."""
+    if len(perms) == 1:  # no shuffle left: the raw CKA
+        return margin_variant(embeddings, signature, perms, band="none")
+    return band_margins_reference(embeddings, signature, perms[1:])
 
 
 def bigram_alpha_once_per_row(tokens, V, alpha):
@@ -600,6 +615,19 @@ def gain_oracle(without, with_tables, data, edges, position):
     return torch.tensor(out, dtype=torch.float64)
 
 
+def margins_oracle(embeddings, signature, perms):
+    E = embeddings.double()
+    out = torch.zeros(E.shape[:2], dtype=torch.float64)
+    for k in range(E.shape[0]):
+        for t in range(E.shape[1]):
+            D = E[k, t] - E[k, 0]
+            if not bool(D.abs().sum() > 0):
+                continue  # no displacement: CKA 0 / 0, taken as 0, and so the margin
+            shuffled = [cka_oracle(D, signature.double()[p]) for p in perms.tolist()]
+            out[k, t] = cka_oracle(D, signature) - max(shuffled)
+    return out
+
+
 def line_up_oracle(E, tokens, values):
     rows = [E.double()[t].tolist() for t in tokens.tolist()]
     n, d = len(rows), len(rows[0])
@@ -976,6 +1004,10 @@ SPECS = {
     "check_09_closest_step": Spec(
         checks.check_09_closest_step, S.kl_records(), closest_steps, _tensors(0.5), closest_oracle,
         {"record 0 skipped": closest_after_record_0}),
+    "check_09_band_margins": Spec(
+        checks.check_09_band_margins, S.margin_inputs(), band_margins_reference, _tensors(1e-4), margins_oracle,
+        {"displacement from the records' mean": margins_from_the_records_mean,
+         "the first shuffle left out of the band": margins_without_the_first_shuffle}),
     "check_09_kl_to_bigram": Spec(
         checks.check_09_kl_to_bigram, S.kl_inputs(), kl_to_bigram, lambda g, w: number_close(1e-5)(g, w) is None, kl_oracle,
         {"log_softmax over the positions": kl_softmax_over_positions,

@@ -634,6 +634,33 @@ def gain_inputs(draw) -> tuple:
 
 
 @st.composite
+def margin_inputs(draw) -> tuple:
+    """(embeddings [K, T, V, d], signature [V, m], perms [n, V]) for set 09's band margins: K = 1 or 2 models,
+    T = 2 to 5 records, V = 3 to 10 tokens, m and d = 1 to 6; a displacement along the signature or
+    not, an init small or large next to it, a record that has not moved from record 0 (or not); 1 to 6
+    shuffles, the identity among them or not; float32 or float64. Signatures whose columns do not vary
+    over the tokens are left out (CKA needs a varying S)."""
+    K, T, V = draw(st.integers(1, 2)), draw(st.integers(2, 5)), draw(st.integers(3, 10))
+    m, d = draw(st.integers(1, 6)), draw(st.integers(1, 6))
+    g = _generator(draw)
+    S = torch.rand(V, m, generator=g, dtype=torch.float64)
+    assume(float((S - S.mean(0)).norm()) > 1e-6)
+    along = draw(st.booleans())
+    step = (S - S.mean(0)) @ torch.randn(m, d, generator=g, dtype=torch.float64) if along else torch.zeros(V, d, dtype=torch.float64)
+    moves = torch.cumsum(torch.randn(K, T, V, d, generator=g, dtype=torch.float64) * draw(st.sampled_from((0.1, 1.0)))
+                         + step, dim=1)
+    moves = moves - moves[:, :1]  # no displacement at record 0
+    if T > 2 and draw(st.booleans()):
+        moves[:, 1] = 0.0  # a record that has not moved from record 0
+    E = draw(st.sampled_from((0.01, 3.0))) * torch.randn(K, 1, V, d, generator=g, dtype=torch.float64) + moves
+    perms = torch.stack([torch.randperm(V, generator=g) for _ in range(draw(st.integers(1, 6)))])
+    if draw(st.booleans()):
+        perms[draw(st.integers(0, len(perms) - 1))] = torch.arange(V)
+    dtype = draw(st.sampled_from((torch.float32, torch.float64)))
+    return E.to(dtype), S.to(dtype), perms
+
+
+@st.composite
 def report_inputs(draw) -> tuple:
     """(tokens, V, E, bin_size, n_shuffles, seed): a stream over some of V ids (ids that never occur, ties in
     the counts from a repeated pattern, odd and even lengths), an embedding of any width in float32 or
