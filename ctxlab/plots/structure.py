@@ -244,7 +244,7 @@ def plateau_race_figure(runs: dict, levels, at_step: int | None = None, sub_leve
         axes[2].annotate(f"{name} = {h:.3f}", (1.0, h), xycoords=("axes fraction", "data"), xytext=(3, 0),
                          textcoords="offset points", va="center", fontsize=7)
     axes[0].set_title("loss; dashed: levels H_k" + (", dotted: sub-levels" if sub_levels else ""), fontsize=10)
-    axes[0].legend(fontsize=6.5, loc="upper right", framealpha=0.5)
+    axes[0].legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)  # below: no curve under it
     axes[1].set_title("step halfway down to level k (○ H1, □ H2, △ H3; open = never)", fontsize=9)
     axes[1].set_ylabel("step")
     axes[2].set_title(f"loss at step {at_step}", fontsize=10)
