@@ -35,7 +35,7 @@ def composition_figure(run, n_keys: int, majority: float | None = None) -> Figur
         ax.axhline(1 / n_keys, color="black", ls=":", lw=1, label=f"one key in {n_keys} ({1 / n_keys:g})")
     if majority is not None:
         axes[0].axhline(majority, color="grey", ls=":", lw=1, label=f"most common label ({majority:.3f})")
-    label_measured_rests(axes[0], run.steps, run.train_acc, [0.0, 1.0] if majority is None else [majority, 1.0])
+    label_measured_rests(axes[0], run.steps, run.train_acc, [] if majority is None else [majority])
     axes[0].set_ylabel("accuracy (share of sequences or keys)")
     axes[0].legend(fontsize=7, loc="center right", bbox_to_anchor=(1, 0.5))  # right of the curves, above the dotted lines
     axes[1].legend(handles=axes[1].get_legend_handles_labels()[0][-1:], fontsize=8, loc="upper left")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import matplotlib.pyplot as plt
+import torch
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
@@ -96,7 +97,7 @@ def _draw_by_label(ax, x, curves: dict, levels, color) -> None:
         for j, curve in enumerate(group):
             ax.plot(x[1:], curve[1:].numpy(), ls=seed_style(j), lw=1.2, color=color(i, label),
                     label=label if j == 0 else None)
-        label_measured_rests(ax, x, group, levels, log=True)
+    label_measured_rests(ax, x, torch.cat([torch.as_tensor(g).double() for g in curves.values()]), levels, log=True)
     label_levels(ax, levels)
     ax.set_xscale("log")
     ax.set_xlabel("gradient-descent step (log)")
@@ -158,8 +159,7 @@ def gpt_codes_figure(result) -> Figure:
             ax.yaxis.set_minor_formatter(NullFormatter())
     names, levels = ["ln V", *result.entropies], [math.log(result.config["vocab"]), *result.entropies.values()]
     label_levels(axes[0, 0], levels, names)
-    for name, models in groups.items():
-        label_measured_rests(axes[0, 0], traj.steps, traj.loss[models], levels, log=True)
+    label_measured_rests(axes[0, 0], traj.steps, traj.loss, levels, log=True)
     seeds = [traj.seeds[k] for k in next(iter(groups.values()))]  # one entry per line style, not per curve
     styles = [Line2D([], [], color="grey", ls=seed_style(j), lw=1.2, label=f"seed {s}") for j, s in enumerate(seeds)]
     axes[0, 0].legend(handles=axes[0, 0].get_legend_handles_labels()[0] + styles, loc="lower left", fontsize=7)

@@ -21,8 +21,8 @@ def _model_label(gamma: float, seed: int) -> str:
 
 def lm_panels(result, axes, title: str | None = None) -> None:
     """Draw one GPT run into a row of axes: held-out loss against ln V and the n-gram entropies
-    (labelled at the right edge) and any other level a model rests on (dotted grey, measured), KL to each n-gram (minima marked), and, when ``axes`` has a
-    third panel, CKA(ΔE, text signature) with its shuffled band (the range of CKA against
+    (labelled at the right edge) and any other level a model rests on (dotted grey, measured), KL to
+    each n-gram (minima marked), and, when ``axes`` has a third panel, CKA(ΔE, text signature) with its shuffled band (the range of CKA against
     row-shuffled signatures, lesson 02). Models are told apart by colour (loss) and line style.
     """
     import math

@@ -45,7 +45,7 @@ def label_sub_levels(ax, sub_levels) -> None:
 
 def label_side_levels(ax, side_levels, color: str = "grey") -> None:
     """Levels off the ladder [(name, loss)] (``ctxlab.attention_exp.side_levels``: the bag's floor, the
-    partial-read level; measured rests), dotted and each named at the right edge like the ladder's own."""
+    partial-read level; a level a run ends on), dotted and each named at the right edge like the ladder's own."""
     for name, level in side_levels:
         ax.axhline(level, color=color, ls=":", lw=1.0, zorder=0)
         ax.annotate(f"{name} = {level:.3f}", (1.0, level), xycoords=("axes fraction", "data"), xytext=(3, 0),
