@@ -7,9 +7,11 @@ What it prints, each as a table:
 1. **peak**: fp32 matmul FLOP/s of this machine (2048 x 2048 products) with 1 and 2 threads;
 2. **changes**: `ctxlab staircase`'s training (quick profile, the 9 models, ``--steps`` full-batch GD
    steps) in a fresh process per change and thread count: autograd's generic path (the reference loop),
-   the same with freed memory kept for reuse (``ctxlab.cpu.keep_freed_memory``), the written-out step
-   (``ctxlab.mlp_step``) with and without it. Per row: seconds per step; the FLOPs torch counts for the
-   row's own step (FlopCounterMode: matmuls only, so a gather counts nothing); **work rate** = the
+   each change added to the one above: freed memory kept for reuse (``ctxlab.cpu.keep_freed_memory``),
+   the written-out step (``ctxlab.mlp_step``) with its backward's scatter-add done by ``index_add_``
+   every step, then the sparse scatter product it switches to when the same tokens come back (the
+   course's default path), and that default with freed memory not kept. Per row: seconds per step;
+   the FLOPs torch counts for the row's own step (FlopCounterMode: matmuls only, so a gather counts nothing); **work rate** = the
    reference step's counted FLOPs over the row's seconds per step, and its share of the same-thread
    peak (the written-out step does the same model's work with fewer multiplications, so its own
    counted rate would understate it); max |loss - reference loss| over the run, for the models at
@@ -40,6 +42,7 @@ import ctxlab  # noqa: F401  (before torch, as the course's command and notebook
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
+from ctxlab import mlp_step
 from ctxlab.env import JITTER_VARIABLE
 from ctxlab.experiments import HEADLINE_TASK, LM_PROFILES, STAIRCASE_PROFILES
 from ctxlab.models import ensemble_grid, make_model
@@ -79,19 +82,22 @@ def step_flops(loss_fn) -> int:
     return counter.get_total_flops()
 
 
-CHANGES = {  # name: (written-out step, freed memory kept, 1e-6 init jitter)
-    "autograd (reference)": (False, False, False),
-    "+ freed memory kept": (False, True, False),
-    "written-out step": (True, False, False),
-    "written-out + memory kept": (True, True, False),
-    "reference, 1e-6 init jitter": (False, False, True),  # how far a last-bit change alone moves each curve
+CHANGES = {  # name: (written-out step, freed memory kept, 1e-6 init jitter, sparse scatter product)
+    "autograd (reference)": (False, False, False, False),
+    "+ freed memory kept": (False, True, False, False),
+    "+ written-out, index_add_": (True, True, False, False),
+    "+ sparse scatter (default)": (True, True, False, True),
+    "default, memory not kept": (True, False, False, True),
+    "reference, 1e-6 init jitter": (False, False, True, False),  # how far a last-bit change alone moves each curve
 }
 REFERENCE = "autograd (reference)"
 
 
 def staircase_change(change: str, threads: int, steps: int) -> dict:
     """One change's training run in this process (a fresh one: the allocator setting cannot be undone)."""
-    written_out = CHANGES[change][0]
+    written_out, _, _, sparse = CHANGES[change]
+    if not sparse:  # every step's backward scatters with index_add_, as for tokens seen once
+        mlp_step.scatter_matrix = lambda *args: None
     task, model = staircase_models()
     model.written_out = written_out
     counted = step_flops(lambda: cross_entropy(model(task.population.x), task.population))
@@ -108,7 +114,7 @@ def staircase_change(change: str, threads: int, steps: int) -> dict:
 
 def run_change(change: str, threads: int, steps: int) -> dict:
     """:func:`staircase_change` in a fresh process with ``threads`` threads."""
-    _, keep, jitter = CHANGES[change]
+    _, keep, jitter, _ = CHANGES[change]
     env = {**{k: v for k, v in os.environ.items() if k != JITTER_VARIABLE}, "CTXLAB_THREADS": str(threads),
            "CTXLAB_KEEP_FREED_MEMORY": "1" if keep else "0", **({JITTER_VARIABLE: "1"} if jitter else {})}
     with tempfile.TemporaryDirectory() as out:

@@ -28,7 +28,7 @@ from torch import Tensor
 
 from ctxlab.dataset import Dataset
 from ctxlab.signatures import joint
-from ctxlab.train import Optimizer
+from ctxlab.optimizer import Optimizer
 from ctxlab.validate import finite, integer, number
 
 

@@ -18,6 +18,7 @@ from ctxlab import cpu
 from ctxlab.env import device as pick_device
 from ctxlab.env import progress_enabled
 from ctxlab.models import Ensemble
+from ctxlab.optimizer import Optimizer
 from ctxlab.dataset import Dataset
 from ctxlab.validate import integer, number
 
@@ -133,52 +134,6 @@ def per_model(value, k: int, name: str, device) -> Tensor:
     if bool((values < 0).any()) or not bool(torch.isfinite(values).all()):
         raise ValueError(f"{name} must be finite and non-negative, got {values.tolist()}")
     return values
-
-
-class Optimizer:
-    """Plain update rules with a per-model learning rate (torch.optim takes one lr per group)."""
-
-    def __init__(self, name: str, params: list[Tensor], lr: Tensor, momentum: float, weight_decay: float | Tensor,
-                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8) -> None:
-        """``weight_decay``: one number, or one per model [K] (a sweep over decays as one batched run)."""
-        self.name, self.params, self.lr, self.per_model_decay = name, params, lr, isinstance(weight_decay, Tensor)
-        self.momentum, self.weight_decay, self.betas, self.eps = momentum, weight_decay, betas, eps
-        self.state, self.t = [dict() for _ in params], 0
-        self.frozen: Tensor | None = None  # [K] bool: models whose parameters stay as they are
-
-    @torch.no_grad()
-    def step(self) -> None:
-        """One update of every model; frozen models (diverged ones) keep their parameters."""
-        if self.frozen is None:
-            return self._update()
-        kept = [p[self.frozen].clone() for p in self.params]
-        self._update()
-        for p, old in zip(self.params, kept):
-            p[self.frozen] = old
-
-    def _update(self) -> None:
-        self.t += 1
-        for p, st in zip(self.params, self.state):
-            if p.grad is None:
-                continue
-            lr = self.lr.reshape(-1, *([1] * (p.ndim - 1)))
-            mask = getattr(p, "update_mask", None)  # per-model 0/1 from ctxlab.transplant.freeze_embedding
-            if mask is not None:
-                lr = lr * mask.to(lr).reshape(lr.shape)
-            g = p.grad
-            decay = self.weight_decay.reshape(lr.shape) if self.per_model_decay else self.weight_decay
-            if self.name == "adam":
-                b1, b2 = self.betas
-                m = st.setdefault("m", torch.zeros_like(p)).mul_(b1).add_(g, alpha=1 - b1)
-                v = st.setdefault("v", torch.zeros_like(p)).mul_(b2).addcmul_(g, g, value=1 - b2)
-                m_hat, v_hat = m / (1 - b1**self.t), v / (1 - b2**self.t)
-                p.mul_(1 - lr * decay)  # decoupled (AdamW)
-                p.sub_(lr * m_hat / (v_hat.sqrt() + self.eps))
-            else:
-                g = g + decay * p if self.per_model_decay or self.weight_decay else g
-                if self.momentum:
-                    g = st.setdefault("buf", torch.zeros_like(p)).mul_(self.momentum).add_(g)
-                p.sub_(lr * g)
 
 
 def check_training_settings(steps, momentum, weight_decay, on_divergence: str) -> None:

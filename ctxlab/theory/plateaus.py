@@ -15,7 +15,8 @@ from ctxlab.dataset import Dataset
 from ctxlab.models import EmbMLP, first_layer
 from ctxlab.signatures import conditional_entropy
 from ctxlab.theory.first_stair import SLOPE_AT_ZERO
-from ctxlab.train import Optimizer, cross_entropy, descend, progress_bar
+from ctxlab.optimizer import Optimizer
+from ctxlab.train import cross_entropy, descend, progress_bar
 
 CURVATURE_AT_ZERO = math.sqrt(2 / math.pi)  # σ''(0) of GELU: u Φ(u) = u/2 + u²/√(2π) + O(u⁴)
 MAX_STEPS = 100_000  # a restricted network gives up after this many steps (no level within reach)
