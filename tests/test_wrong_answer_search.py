@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 import torch
-from contracts import (contract_01, contract_02, contract_03, contract_05, contract_06, contract_07, contract_08, contract_09,
+from contracts import (contract_01, contract_02, contract_03, contract_04, contract_05, contract_06, contract_07, contract_08, contract_09,
                        contract_10, contract_11, contract_12, contract_13, contract_14, contract_15, contract_16)
 from contracts import strategies as S
 from hypothesis import HealthCheck, Phase, find, given, settings
@@ -35,28 +35,35 @@ from hypothesis.errors import NoSuchExample
 from torch import Tensor
 
 from ctxlab import checks
-from ctxlab.align import cka
+from ctxlab.align import cka, subspace_fraction
 from ctxlab.checks.core import as_float, as_ints, as_tensor, integer_equal, number_close, tensor_close
 from ctxlab.checks.lesson03 import dwell_reference, longest_wait_reference, rise_and_end_reference, stair_onsets_reference
+from ctxlab.checks.lesson04 import measured_ratio
 from ctxlab.checks.lesson05 import singular_values_reference, switch_on_order_reference
 from ctxlab.checks.lesson06 import splitting_pairs
 from ctxlab.checks.lesson07 import leaves_uniform
-from ctxlab.checks.lesson08 import layernorm_norms_reference
+from ctxlab.checks.lesson08 import _corner_problem as corner_problem
+from ctxlab.checks.lesson08 import layernorm_norms_reference, no_plateau_corner_reference
 from ctxlab.checks.lesson09 import bigram_counts, bigram_table, closest_steps, kl_to_bigram
-from ctxlab.checks.lesson09_build import band_margins_reference, margin_variant
+from ctxlab.checks.lesson09_build import _names_problem as names_problem
+from ctxlab.checks.lesson09_build import band_margins_reference, leading_signature_reference, margin_variant
 from ctxlab.checks.lesson10 import bin_cka, signature_from_counts
 from ctxlab.checks.lesson10_build import frequency_report_reference, report_differs
+from ctxlab.checks.lesson11 import _same_table as same_table
 from ctxlab.checks.lesson11 import finishing_order
 from ctxlab.checks.lesson13 import classes_of, knn_overlap, same_partition, shared_count
 from ctxlab.checks.lesson13_build import first_step_at_or_below
+from ctxlab.checks.lesson14_build import SIZE_RTOL, rms_entry, scale_codes_reference
 from ctxlab.checks.lesson16_build import bin_gain_reference, close_problem
 from ctxlab.composition import line_up
 from ctxlab.dataset import Dataset
-from ctxlab.fixed_codes import binary_codes
+from ctxlab.fixed_codes import binary_codes, first_layer_rows
 from ctxlab.learning_times import order_losses, r_squared, token_orders
 from ctxlab.rungs import stair_onsets
-from ctxlab.signatures import conditional_entropy, joint
+from ctxlab.signatures import conditional_entropy, joint, label_signature
+from ctxlab.theory import bag_of_context
 from ctxlab.theory import fit_growth_rate
+from ctxlab.transplant import signature_embedding
 from ctxlab.token_identity import bin_losses, loglog_slope, rung_steps
 
 # The search stops at the first input that tells a wrong answer apart; CTXLAB_SEARCH_SHRINK=1 also shrinks it
@@ -182,6 +189,147 @@ def bigram_unseen_rows_zero(tokens, V, alpha):
 def closest_after_record_0(steps, kl):
     """Record 0 (the init) skipped, as if it could not be the closest."""
     return steps[1:][kl[:, 1:].argmin(-1)] if kl.shape[1] > 1 else steps[:1].expand(kl.shape[0])
+
+
+def _leaders_by(steps, margins, from_step, by, lead_of):
+    names, kept = list(margins), torch.as_tensor(steps) >= from_step
+    out = []
+    for k in range(len(margins[names[0]])):
+        rows = {n: torch.as_tensor(margins[n], dtype=torch.float64)[k, kept] for n in names}
+        out.append(next((n for n in names if bool((lead_of(rows, n) > by).all())), None))
+    return out
+
+
+def leader_over_the_others_mean(steps, margins, from_step, by):
+    """The lead taken over the mean of the other signatures, not over each of them."""
+    return _leaders_by(steps, margins, from_step, by, lambda rows, n: rows[n] - torch.stack(
+        [r for o, r in rows.items() if o != n]).mean(0))
+
+
+def leader_by_absolute_gap(steps, margins, from_step, by):
+    """The gap |m_i - m_j| exceeding by, whichever margin is larger."""
+    return _leaders_by(steps, margins, from_step, by, lambda rows, n: torch.stack(
+        [(rows[n] - r).abs() for o, r in rows.items() if o != n]).amin(0))
+
+
+def _signature_rows(data, orders) -> Tensor:
+    return torch.cat([label_signature(data, k, "incremental").matrix.double() for k in orders], dim=1)
+
+
+def table_centred_by_frequency(data, d, orders, norm):
+    """The rows centred on the frequency-weighted mean token (how often each token occurs), not the plain mean row."""
+    S = _signature_rows(data, orders)
+    freq = torch.zeros(data.vocab_size, dtype=torch.float64).index_add_(
+        0, data.x.reshape(-1), data.weights.double().repeat_interleave(data.x.shape[1]))
+    S = S - (freq / freq.sum()) @ S
+    U, sv, _ = torch.linalg.svd(S, full_matrices=False)
+    E = torch.zeros(data.vocab_size, d, dtype=torch.float64)
+    r = min(d, sv.numel())
+    E[:, :r] = U[:, :r] * sv[:r]
+    return (E * (norm / E.norm())).float()
+
+
+def table_rescaled_before_truncating(data, d, orders, norm):
+    """Every principal component rescaled to the norm first, then only d of them kept."""
+    S = _signature_rows(data, orders)
+    U, sv, _ = torch.linalg.svd(S - S.mean(0), full_matrices=False)
+    full = U * sv * (norm / float(sv.norm()))
+    E = torch.zeros(data.vocab_size, d, dtype=torch.float64)
+    r = min(d, sv.numel())
+    E[:, :r] = full[:, :r]
+    return E.float()
+
+
+def rows_through_the_last_block(E, W1, pos):
+    """Every token through the last position's block W1_{L-1}."""
+    return E @ W1[-E.shape[1]:]
+
+
+def rows_with_positions_from_one(E, W1, pos):
+    """Positions read as 1-based: block pos - 1 (position 0 wraps round to the last block)."""
+    blocks = W1.reshape(-1, E.shape[1], W1.shape[1])
+    return torch.einsum("vd,vdh->vh", E, blocks[torch.as_tensor(pos).long() - 1])
+
+
+def share_over_the_uncentred_norm(M, S):
+    """The centred part inside the span over the uncentred ||M||²."""
+    Mc, Sc = M.double() - M.double().mean(0), S.double() - S.double().mean(0)
+    U, sv, _ = torch.linalg.svd(Sc, full_matrices=False)
+    U = U[:, sv > 1e-6 * sv.max()]
+    return float((U.T @ Mc).pow(2).sum() / M.double().pow(2).sum())
+
+
+def share_with_every_column_a_direction(M, S):
+    """An orthonormal basis from QR of the centred S, one direction per column, its rank never checked."""
+    Mc, Sc = M.double() - M.double().mean(0), S.double() - S.double().mean(0)
+    Q, _ = torch.linalg.qr(Sc)
+    return float((Q.T @ Mc).pow(2).sum() / Mc.pow(2).sum())
+
+
+def _corner_from(gammas, lrs, kept: Tensor, kept_lrs) -> tuple[float, float]:
+    gamma = gammas[0] if float(kept[0].mean()) < float(kept[-1].mean()) else gammas[-1]
+    lr = kept_lrs[0] if float(kept[:, 0].mean()) < float(kept[:, -1].mean()) else kept_lrs[-1]
+    return float(gamma), float(lr)
+
+
+def corner_dropping_only_all_nan_columns(gammas, lrs, plateau):
+    """A learning rate dropped only where every run diverged; a column with one NaN kept (its mean NaN)."""
+    plateau = torch.as_tensor(plateau, dtype=torch.float64)
+    stable = [j for j in range(len(lrs)) if not bool(plateau[:, j].isnan().all())]
+    return _corner_from(gammas, lrs, plateau[:, stable], [lrs[j] for j in stable])
+
+
+def corner_dropping_rows(gammas, lrs, plateau):
+    """The γ rows with a diverged run dropped instead of the learning-rate columns."""
+    plateau = torch.as_tensor(plateau, dtype=torch.float64)
+    rows = [i for i in range(len(gammas)) if not bool(plateau[i].isnan().any())]
+    return _corner_from([gammas[i] for i in rows], lrs, plateau[rows], lrs)
+
+
+def codes_at_the_ensembles_mean_size(codes, learned):
+    """Every table's codes scaled to the mean of the tables' RMS entries, not each table's own."""
+    size = rms_entry(learned).mean(dim=tuple(range(learned.ndim - 2)), keepdim=True) if learned.ndim > 2 else rms_entry(learned)
+    return (codes.double() * size.expand_as(rms_entry(learned)) / rms_entry(codes)).to(codes.dtype)
+
+
+def codes_at_the_mean_row_size(codes, learned):
+    """The size of a table read as the mean of its rows' RMS entries."""
+    size = learned.double().pow(2).mean(-1, keepdim=True).sqrt().mean(-2, keepdim=True)
+    return (codes.double() * size / rms_entry(codes)).to(codes.dtype)
+
+
+def _deviation(q: Tensor) -> float:
+    return float((q.double() - 1.0 / len(q)).norm())
+
+
+def ratio_squared_deviations(pa, pb, qa, qb):
+    """The squared norms of q - u (a loss-like quantity), not the norms."""
+    return pa / pb * _deviation(qa) ** 2 / _deviation(qb) ** 2
+
+
+def ratio_entropy_gaps(pa, pb, qa, qb):
+    """How far each signature's entropy sits below ln C, in place of ||q - u||."""
+    def gap(q):
+        q = q.double()
+        return math.log(len(q)) + float((q * q.clamp_min(1e-300).log()).sum())
+    return pa / pb * gap(qa) / gap(qb)
+
+
+def ratio_root_frequencies(pa, pb, qa, qb):
+    """sqrt(pi_a / pi_b), as if the frequency entered through a norm."""
+    return math.sqrt(pa / pb) * _deviation(qa) / _deviation(qb)
+
+
+def uniform_positions_after_values(model, x):
+    """The positions added after the value map: mean_j E[x_j] W_V + mean_j P_j."""
+    E, P, W_v = model.embedding.detach(), model.position.detach(), model.w_v.detach()
+    return E[:, x].mean(2) @ W_v + P.mean(1, keepdim=True)
+
+
+def uniform_last_value_only(model, x):
+    """Only the last position's value (the query's own row), not the mean over positions."""
+    h = model.embedding.detach()[:, x[:, -1]] + model.position.detach()[:, -1:]
+    return h @ model.w_v.detach()
 
 
 def leaves_one_over_context(steps, weights, L, tol=0.01):
@@ -543,6 +691,81 @@ def closest_oracle(steps, kl):
     return torch.tensor(out)
 
 
+def first_rows_oracle(E, W1, pos):
+    d = E.shape[1]
+    return torch.stack([E[v].double() @ W1[int(l) * d:(int(l) + 1) * d].double() for v, l in enumerate(pos.tolist())])
+
+
+def span_share_oracle(M, S):
+    """Least squares: the centred M regressed on the centred S, its fitted part's share of ||M||²."""
+    Mc, Sc = M.double() - M.double().mean(0), S.double() - S.double().mean(0)
+    fitted = Sc @ torch.linalg.lstsq(Sc, Mc, rcond=1e-6, driver="gelsd").solution
+    return float(fitted.pow(2).sum() / Mc.pow(2).sum())
+
+
+def corner_oracle(gammas, lrs, plateau):
+    rows = plateau.double().tolist()
+    stable = [j for j in range(len(lrs)) if not any(math.isnan(row[j]) for row in rows)]
+    def mean(values):
+        return sum(values) / len(values)
+    first_g, last_g = mean([rows[0][j] for j in stable]), mean([rows[-1][j] for j in stable])
+    first_r, last_r = mean([row[stable[0]] for row in rows]), mean([row[stable[-1]] for row in rows])
+    return (float(gammas[0] if first_g < last_g else gammas[-1]), float(lrs[stable[0]] if first_r < last_r else lrs[stable[-1]]))
+
+
+def scaled_codes_oracle(codes, learned):
+    def rms(values):
+        return math.sqrt(sum(v * v for v in values) / len(values))
+    code_size = rms(codes.double().reshape(-1).tolist())
+    tables = learned.double().reshape(-1, *learned.shape[-2:])
+    out = torch.stack([codes.double() * (rms(t.reshape(-1).tolist()) / code_size) for t in tables])
+    return out.reshape(*learned.shape[:-2], *codes.shape).to(codes.dtype)
+
+
+def table_oracle(data, d, orders, norm):
+    """The steps of the text in order, with an eigendecomposition of S S^T in place of the SVD."""
+    S = _signature_rows(data, orders)
+    S = S - S.mean(0)
+    values, vectors = torch.linalg.eigh(S @ S.T)
+    top = values.argsort(descending=True)[: min(d, S.shape[1])]
+    E = torch.zeros(data.vocab_size, d, dtype=torch.float64)
+    E[:, : len(top)] = vectors[:, top] * values[top].clamp_min(0).sqrt()
+    return E * (norm / E.norm())
+
+
+def leader_oracle(steps, margins, from_step, by):
+    out = []
+    for k in range(len(next(iter(margins.values())))):
+        late = [i for i, step in enumerate(steps.tolist()) if step >= from_step]
+        rows = {n: [float(m[k][i]) for i in late] for n, m in margins.items()}
+        ahead = [n for n in rows if all(rows[n][t] - rows[o][t] > by for o in rows if o != n for t in range(len(late)))]
+        out.append(ahead[0] if ahead else None)
+    return out
+
+
+def ratio_oracle(pa, pb, qa, qb):
+    def deviation(q):
+        return math.sqrt(sum((v - 1.0 / len(q)) ** 2 for v in q.double().tolist()))
+    return pa * deviation(qa) / (pb * deviation(qb))
+
+
+def measured_update_ratio(pa, pb, qa, qb):
+    """The ratio autograd measures at init on a one-position population of the two tokens."""
+    data = Dataset(torch.arange(2)[:, None], torch.stack([qa, qb]).float(), 2, len(qa), torch.tensor([pa, pb]) / (pa + pb))
+    return measured_ratio(data, 0, 1)
+
+
+def uniform_oracle(model, x):
+    """Each model, each sequence: the sum over its positions j of (E[x_j] + P_j) W_V, over L."""
+    E, P, W_v = (t.detach().double() for t in (model.embedding, model.position, model.w_v))
+    out = torch.zeros(E.shape[0], x.shape[0], W_v.shape[-1], dtype=torch.float64)
+    for k in range(E.shape[0]):
+        for n, seq in enumerate(x.tolist()):
+            for j, token in enumerate(seq):
+                out[k, n] += (E[k, token] + P[k, j]) @ W_v[k] / len(seq)
+    return out
+
+
 def leaves_oracle(steps, weights, L, tol=0.01):
     out = []
     for row in weights.double().tolist():
@@ -854,6 +1077,13 @@ def _tensors(atol):
     return lambda got, want: tensor_close(atol)(got, torch.as_tensor(want)) is None
 
 
+def scaled_codes_close(got, want) -> bool:
+    """check_14_scale_codes's comparison: every entry within SIZE_RTOL of the largest one."""
+    got = as_tensor(got)
+    return (got is not None and tuple(got.shape) == tuple(want.shape)
+            and float((got.double() - want.double()).abs().nan_to_num(math.inf).max()) <= SIZE_RTOL * float(want.double().abs().max()))
+
+
 def _int_lists(got, want) -> bool:
     return as_ints(got) == list(want)
 
@@ -987,11 +1217,25 @@ SPECS = {
         next_pairs_oracle,
         {"a tolerance of 1e-2": pairs_loose_tolerance, "only pairs with the last position": pairs_with_the_last_position,
          "an entropy drop below both positions": pairs_by_entropy_drop}),
+    "check_04_update_ratio": Spec(
+        checks.check_04_update_ratio, S.parallel_signatures(), measured_update_ratio, lambda g, w: abs(g - w) <= 0.01 * abs(w),
+        ratio_oracle,
+        {"squared deviations": ratio_squared_deviations, "entropy gaps in place of ||q - u||": ratio_entropy_gaps,
+         "the square root of the frequency ratio": ratio_root_frequencies}),
+    "check_07_uniform_output": Spec(
+        checks.check_07_uniform_output, S.attention_models(), bag_of_context, _tensors(1e-5), uniform_oracle,
+        {"the positions added after the value map": uniform_positions_after_values,
+         "the last position's value only": uniform_last_value_only}),
     "check_07_leaves_uniform": Spec(
         checks.check_07_leaves_uniform, S.leave_inputs(), leaves_uniform, _tensors(0), leaves_oracle,
         {"1/L over the context positions only": leaves_one_over_context,
          "a jump between records, not a distance from 1/L": leaves_by_change,
          "the last record never looked at": leaves_before_last_record}),
+    "check_08_no_plateau_corner": Spec(
+        checks.check_08_no_plateau_corner, S.phase_maps(), no_plateau_corner_reference,
+        lambda g, w: corner_problem(g, w) is None, corner_oracle,
+        {"only all-NaN columns dropped": corner_dropping_only_all_nan_columns,
+         "diverged γ rows dropped instead": corner_dropping_rows}),
     "check_08_layernorm_norms": Spec(
         checks.check_08_layernorm_norms, S.layernorm_tables(), layernorm_norms_reference, _tensors(1e-3), layernorm_oracle,
         {"the normalised row's RMS, not its norm": layernorm_rms,
@@ -1008,6 +1252,10 @@ SPECS = {
         checks.check_09_band_margins, S.margin_inputs(), band_margins_reference, _tensors(1e-4), margins_oracle,
         {"displacement from the records' mean": margins_from_the_records_mean,
          "the first shuffle left out of the band": margins_without_the_first_shuffle}),
+    "check_09_leading_signature": Spec(
+        checks.check_09_leading_signature, S.leader_inputs(), leading_signature_reference,
+        lambda g, w: names_problem(g, w) is None, leader_oracle,
+        {"the lead over the others' mean": leader_over_the_others_mean, "the absolute gap": leader_by_absolute_gap}),
     "check_09_kl_to_bigram": Spec(
         checks.check_09_kl_to_bigram, S.kl_inputs(), kl_to_bigram, lambda g, w: number_close(1e-5)(g, w) is None, kl_oracle,
         {"log_softmax over the positions": kl_softmax_over_positions,
@@ -1028,6 +1276,12 @@ SPECS = {
          "each half ranked by its own counts": report_halves_ranked_on_their_own,
          "the real score counted as a shuffle": report_identity_first,
          "ids that never occur left out": report_unseen_ids_dropped}),
+    "check_11_signature_table": Spec(
+        checks.check_11_signature_table, S.signature_tables(), signature_embedding, lambda g, w: same_table(
+            as_tensor(g), torch.as_tensor(w)) and abs(float(as_tensor(g).double().norm()) - float(w.norm())) <= 1e-3 * float(w.norm()),
+        table_oracle,
+        {"centred by the frequency-weighted mean": table_centred_by_frequency,
+         "rescaled before keeping d columns": table_rescaled_before_truncating}),
     "check_11_finishing_order": Spec(
         checks.check_11_finishing_order, S.race_inputs(), finishing_order, lambda g, w: list(g) == list(w), race_oracle,
         {"summed over seeds": race_summed_over_seeds, "the mean record index": race_by_record_index}),
@@ -1050,6 +1304,19 @@ SPECS = {
         {"torch.isclose with its default rtol": classes_isclose_default_rtol}),
     "check_14_code_table": Spec(checks.check_14_code_table, S.code_sizes(), binary_codes, _tensors(1e-6), codes_oracle,
                                 {"⌈log₂V⌉ without max(1, ·)": codes_without_max_1}),
+    "check_14_first_layer_rows": Spec(
+        checks.check_14_first_layer_rows, S.first_layer_inputs(), first_layer_rows, _tensors(1e-4), first_rows_oracle,
+        {"the last position's block for every token": rows_through_the_last_block,
+         "positions read as 1-based": rows_with_positions_from_one}),
+    "check_14_r2_in_span": Spec(
+        checks.check_14_r2_in_span, S.span_inputs(), lambda M, S_: float(subspace_fraction(M, S_)),
+        lambda g, w: number_close(1e-6)(g, w) is None, span_share_oracle,
+        {"over the uncentred ||M||²": share_over_the_uncentred_norm,
+         "every column of S a direction (rank not checked)": share_with_every_column_a_direction}),
+    "check_14_scale_codes": Spec(
+        checks.check_14_scale_codes, S.code_scalings(), scale_codes_reference, scaled_codes_close, scaled_codes_oracle,
+        {"the ensemble's mean size for every table": codes_at_the_ensembles_mean_size,
+         "the mean of the rows' RMS entries": codes_at_the_mean_row_size}),
     "check_15_fit_sigmoid": Spec(checks.check_15_fit_sigmoid, S.sigmoid_inputs().map(lambda pair: pair[0]), None,
                                  _fit_close, None, {"floor fixed at the curve's last value": fit_with_floor_at_last_value},
                                  FIT_SEARCH),
@@ -1076,7 +1343,7 @@ SPECS = {
                               _tensors(1e-4), bin_oracle, {"ids matched at any position": bin_ids_at_any_position}),
 }
 
-CONTRACTS = {row.check.__name__: row for module in (contract_01, contract_02, contract_03, contract_05, contract_06, contract_07,
+CONTRACTS = {row.check.__name__: row for module in (contract_01, contract_02, contract_03, contract_04, contract_05, contract_06, contract_07,
                                                     contract_08, contract_09, contract_10, contract_11, contract_12, contract_13,
                                                     contract_14, contract_15, contract_16)
              for row in module.CONTRACT}

@@ -41,6 +41,7 @@ _EXPORTS = {
     "lesson08_build": ("check_08_classify_cells", "check_08_decay_threshold", "check_08_phase_map_labels"),
     "lesson09": ("check_09_bigram_table", "check_09_closest_step", "check_09_kl_to_bigram"),
     "lesson09_build": ("check_09_alignment_order", "check_09_band_margins", "check_09_leading_signature"),
+    "lesson09_together": ("check_09_kl_over_training",),
     "lesson10": ("check_10_bigram_signature", "check_10_bin_alignment"),
     "lesson10_build": ("check_10_frequency_report",),
     "lesson11": ("check_11_finishing_order", "check_11_signature_table"),

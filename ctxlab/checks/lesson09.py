@@ -16,7 +16,7 @@ from ctxlab.checks.core import Case, Diagnosis, all_close, as_tensor, number_clo
 
 
 @cache
-def _shakespeare_chars(n: int) -> tuple[Tensor, int]:
+def shakespeare_chars(n: int) -> tuple[Tensor, int]:
     from ctxlab.corpus import CharTokenizer, load_text
 
     text = load_text("shakespeare", max_chars=n).text
@@ -31,7 +31,7 @@ def _random_stream(seed: int, n: int, vocab: int) -> Tensor:
 
 def token_streams() -> list[tuple[str, Tensor, int, bool]]:
     """(label, tokens, vocabulary size, hidden); one vocabulary has a token that never occurs."""
-    chars, V = _shakespeare_chars(4000)
+    chars, V = shakespeare_chars(4000)
     return [
         ("first 4000 Shakespeare characters", chars, V, False),
         ("random stream, V=5, 300 tokens", _random_stream(0, 300, 5), 5, True),

@@ -12,7 +12,7 @@ from torch import Tensor
 from ctxlab.checks.core import Case, Diagnosis, as_tensor, reweighted, run_check
 from ctxlab.rungs import stair_onsets
 from ctxlab.signatures import label_signature
-from ctxlab.tasks import Dataset, hierarchy_task, transfer_task, xor_task
+from ctxlab.tasks import Dataset, hierarchy_task, transfer_task, with_token_frequencies, xor_task, zipf
 from ctxlab.transplant import signature_embedding
 
 # --- exercise: build the signature-derived embedding --------------------------------------------
@@ -25,6 +25,8 @@ def _table_cases() -> list[Case]:
         ("hierarchy task, orders (1, 2, 3), d = 32, norm 3", h, 32, (1, 2, 3), 3.0, True),
         ("hierarchy task, orders (1, 2, 3), d = 4 (fewer columns than the rank)", h, 4, (1, 2, 3), 2.0, True),
         ("hierarchy task with random row weights, orders (1, 2), d = 8", reweighted(h, 3), 8, (1, 2), 1.5, True),
+        ("hierarchy task with Zipf keys (tokens far from equally frequent), orders (1, 2), d = 6",
+         with_token_frequencies(h, 0, zipf(9, 27, 1.0)), 6, (1, 2), 2.0, True),
         ("xor task (vocab 8, 2 groups), order 2 only, d = 5", xor_task(vocab=8, groups=2).population, 5, (2,), 1.0, True),
         ("transfer task, orders (1, 2, 3), d = 16", transfer_task().population, 16, (1, 2, 3), 4.0, True),
     ]  # fmt: skip

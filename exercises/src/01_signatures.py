@@ -12,7 +12,7 @@
 #
 # | # | exercise | difficulty | time |
 # |---|---|---|---|
-# | 1 | the order-1 signature from counts | ★★☆ | 20 min |
+# | 1 | the order-1 signature from counts | ★★☆ | 15 min |
 # | 2 | a conditional entropy | ★★☆ | 15 min |
 # | 3 | the incremental pair term | ★★★ | 20 min |
 # | 4 | how many distinct rows | ★☆☆ | 10 min |
@@ -35,7 +35,7 @@ V, L, C = data.vocab_size, data.seq_len, data.n_labels
 print(f"hierarchy task: N={data.n}, L={L}, V={V}, C={C}")
 
 # %% [markdown]
-# ## Exercise 1 — the order-1 signature from counts (★★☆, 20 min)
+# ## Exercise 1 — the order-1 signature from counts (★★☆, 15 min)
 #
 # Write `order1_signature(data)` returning the raw order-1 token→label signature, a float tensor of
 # shape [V, L·C] whose column `i*C + y` of row `s` is P(y | x_i = s). Where token s never occurs
@@ -158,10 +158,10 @@ ctxlab.checks.check_01_conditional_entropy(conditional_entropy_of)
 #
 # <details><summary>Hint 2: the approach</summary>
 #
-# Build three conditional tables: by the token at i, by the token at j, and by the pair (s, t),
-# with one number per pair, laid back out as V × V × C. Line the two single-token tables up with
-# the pair table's first and second axes by broadcasting, combine the four terms, and set to zero
-# the cells of pairs that no row holds together.
+# You need three conditional tables (by the token at i, by the token at j, by the pair) and the
+# label marginal; the pair table is keyed by one number per (s, t). Once all four live on the same
+# V × V × C grid, the increment is their signed sum, and cells of pairs that no row holds together
+# must come out as zero.
 # </details>
 #
 # <details><summary>Hint 3: the pitfalls</summary>
@@ -217,9 +217,10 @@ ctxlab.checks.check_01_pair_interaction(pair_interaction)
 #
 # <details><summary>Hint 2: the approach</summary>
 #
-# Walk over the rows in order. Compare each one with every representative kept so far, through the
-# largest absolute difference of their entries; if none is within `atol`, keep the row as a new
-# representative. The answer is how many representatives you kept.
+# Two rows are equal when their largest entry-wise difference is at most `atol`. Count groups the
+# way you would by hand with a pile of cards: a row either matches a group you already have or
+# starts a new one. Decide what a group is represented by, and make sure a row is compared with
+# every group, not only with its neighbour in the list.
 # </details>
 #
 # <details><summary>Hint 3: the pitfalls</summary>

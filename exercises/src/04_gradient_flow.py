@@ -43,8 +43,8 @@ print("embedding", tuple(model.embedding.shape), "w1", tuple(model.w1.shape), "w
 # * `model.w1` is [K, L·d, H]; rows `i*d : (i+1)*d` are W₁^{(i)}, the block reading position i.
 #   `model.w2` is [K, H, C].
 # * σ'(0) depends on `model.activation`: 1/2 for `"gelu"`, 1 for `"tanh"`.
-# * P(x_i = s, y) is a weighted count: add `data.weights[:, None] * data.targets()` into row
-#   `data.x[:, i]` of a [V, C] table. π_i(s) is that table's row sum, u = 1/C.
+# * P(x_i = s, y) is lesson 01's weighted joint table of position i and the label, [V, C];
+#   π_i(s) is its row sum, u = 1/C.
 #
 # The check compares with the library's `mlp_embedding_velocity` and requires cosine ≥ 0.999 with
 # the exact autograd gradient (`embedding_velocity`) at γ ≥ 1.
@@ -59,11 +59,10 @@ print("embedding", tuple(model.embedding.shape), "w1", tuple(model.w1.shape), "w
 #
 # <details><summary>Hint 2: the approach</summary>
 #
-# Work in float64. Per position: the weighted joint table of lesson 01 (each row's weighted label
-# distribution added into the row of its token), minus each table row's total times u: the drive.
-# Cut W₁ into its L position blocks, multiply each block by W₂ (per model) to get M_i [K, d, C], and
-# send the drive through M_i's transpose to get [K, V, d]. Add over the positions and scale by
-# σ'(0) of the model's activation.
+# Work in float64, one position at a time. First the drive: the joint table of that position,
+# centred as Hint 1 says. Then the map: position i's block of W₁ times W₂, one map per model. The
+# drive reaches E through the map's transpose; add what every position sends and scale by the
+# activation's slope at 0.
 # </details>
 #
 # <details><summary>Hint 3: the pitfalls</summary>

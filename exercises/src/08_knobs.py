@@ -58,9 +58,9 @@ from ctxlab.train import train
 #
 # <details><summary>Hint 2: the approach</summary>
 #
-# Find the columns in which any run diverged and leave them out entirely. Of what is left, compare
-# the means of the first and last rows, and of the first and last kept columns, and return the
-# axis values that belong to the shorter ones.
+# Work in two passes. The first decides which columns may be read at all and keeps only those;
+# every later step sees the kept map only. The second makes two independent decisions, one per
+# axis, each a comparison of two averages taken along the ends of that axis.
 # </details>
 #
 # <details><summary>Hint 3: the pitfalls</summary>

@@ -17,6 +17,7 @@
 # | 1 | the smoothed bigram predictor | ★★☆ | 10 min |
 # | 2 | KL from the model to the bigram predictor | ★★☆ | 10 min |
 # | 3 | the step where the model is closest | ★☆☆ | 5 min |
+# | – | putting them together: the KL over training | ★★☆ | 15 min |
 # | 4 | build it: the alignment order under SGD and under Adam (4a–4c) | ★★★ | 35 min |
 
 # %%
@@ -166,38 +167,98 @@ def closest_step(steps: torch.Tensor, kl: torch.Tensor) -> torch.Tensor:
 ctxlab.checks.check_09_closest_step(closest_step)
 
 # %% [markdown]
-# ## Putting them together
+# ## Putting them together — the KL over training (★★☆, 15 min)
 #
-# Train a very small GPT for 300 steps (a few seconds), record its logits on fixed windows, and
-# find the step where it is closest to your bigram predictor.
+# Write `kl_over_training(model, tokens, table, x_eval, steps, every, seed)` returning the pair
+# `(recorded_steps [T], kl [K, T])` for a `TinyGPT` ensemble of K models (`model(x)` gives logits
+# [K, N, T, V]). It trains `model` itself (in place) for `steps` updates of `torch.optim.Adam` at
+# learning rate 1e-2: each update on 32 windows of `model.seq_len + 1` consecutive tokens at random
+# offsets in `tokens` (drawn with a `torch.Generator` seeded with `seed`), on the next-token
+# cross-entropy of every position, the models' losses summed. It records each model's KL to the
+# bigram `table` on the fixed windows `x_eval` [N, model.seq_len] with your `kl_to_bigram`: before
+# the first update (step 0), after every `every`-th update and after the last one, even when
+# `steps` is no multiple of `every`.
+#
+# No two ways of drawing the batches train the same weights, so the check reads what your
+# recording does, on tiny GPTs of its own (one model and a pair, other contexts, step counts and
+# recording intervals): the recorded steps; the first column against the untrained model's KL and
+# the last against the trained model's, within 1e-6; and every model's lowest KL below half its
+# first (the tiny GPT comes close to the bigram model within a few hundred steps).
+#
+# <details><summary>Hint 1: the idea</summary>
+#
+# A training loop with a second job: at the chosen steps, before the update of that step, look at
+# the model without changing it and write one number per model down.
+# </details>
+#
+# <details><summary>Hint 2: the approach</summary>
+#
+# Make the generator and the optimizer once, before the loop. Loop over the steps from 0 to `steps`
+# included; record first whenever the step is one of the recorded ones, then stop if it is the last
+# step, else draw the windows, split them into inputs and next tokens, and take one optimizer step
+# on the summed loss. Stack the records so that rows are models.
+# </details>
+#
+# <details><summary>Hint 3: the pitfalls</summary>
+#
+# Record before the first update, and after the last (the last step need not be a multiple of
+# `every`). Evaluate on `x_eval`, not on the training windows, and without gradients. The windows
+# are one token longer than the context: inputs are all but the last token, targets all but the
+# first. Every model's loss counts: sum them, do not train model 0 alone. Train the model you were
+# given, not a copy.
+# </details>
+
+# %%
+def kl_over_training(model, tokens: torch.Tensor, table: torch.Tensor, x_eval: torch.Tensor, steps: int,
+                     every: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Train the ensemble in place; its KL to the bigram table on x_eval at the recorded steps: ([T], [K, T])."""
+    ### BEGIN SOLUTION
+    g = torch.Generator().manual_seed(seed)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    T, V = model.seq_len, table.shape[0]
+    recorded, kls = [], []
+    for step in range(steps + 1):
+        if step % every == 0 or step == steps:
+            with torch.no_grad():
+                logits = model(x_eval)
+            recorded.append(step)
+            kls.append([kl_to_bigram(logits[k], table, x_eval) for k in range(logits.shape[0])])
+        if step == steps:
+            break
+        batch = tokens[torch.randint(0, len(tokens) - T - 1, (32,), generator=g)[:, None] + torch.arange(T + 1)]
+        logits = model(batch[:, :-1])
+        loss = sum(torch.nn.functional.cross_entropy(lk.reshape(-1, V), batch[:, 1:].reshape(-1)) for lk in logits)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return torch.tensor(recorded), torch.tensor(kls, dtype=torch.float64).T
+    ### END SOLUTION
+
+
+# %% tags=["check"]
+ctxlab.checks.check_09_kl_over_training(kl_over_training)
+
+# %% [markdown]
+# With the checks passed, train a tiny GPT on the text and read the step where it is closest to your
+# bigram predictor:
 
 # %% tags=["exercise"]
-# Once the checks pass, e.g.:
-# from ctxlab.lm import TinyGPT, train_lm
-# table = bigram_predictor(tokens, V, 0.1)
+# Once the check passes, e.g.:
+# from ctxlab.lm import TinyGPT
+# x_eval = tokens[torch.randint(0, len(tokens) - 9, (32,))[:, None] + torch.arange(8)]  # 32 fixed windows
+# gpt = TinyGPT(V, 8, d=16, n_layers=1, n_heads=1, gamma=1.0, seed=0)
+# recorded, kls = kl_over_training(gpt, tokens, bigram_predictor(tokens, V, 0.1), x_eval, 300, 20, 0)
 # ...
 
 # %% tags=["solution"]
 from ctxlab.lm import TinyGPT
 
 table = bigram_predictor(tokens, V, 0.1)
-g = torch.Generator().manual_seed(0)
-x_eval = tokens[torch.randint(0, len(tokens) - 9, (32,), generator=g)[:, None] + torch.arange(8)]
-model = TinyGPT(V, 8, d=16, n_layers=1, n_heads=1, gamma=1.0, seed=0)
-opt = torch.optim.Adam(model.parameters(), lr=1e-2)
-steps, kls = [], []
-for step in range(301):
-    if step % 20 == 0:
-        with torch.no_grad():
-            steps.append(step)
-            kls.append(kl_to_bigram(model(x_eval)[0], table, x_eval))
-    batch = tokens[torch.randint(0, len(tokens) - 9, (32,), generator=g)[:, None] + torch.arange(9)]
-    loss = torch.nn.functional.cross_entropy(model(batch[:, :-1])[0].reshape(-1, V), batch[:, 1:].reshape(-1))
-    opt.zero_grad()
-    loss.backward()
-    opt.step()
-print("KL to the bigram predictor:", [round(k, 2) for k in kls])
-print("closest at step", int(closest_step(torch.tensor(steps), torch.tensor([kls]))[0]))
+x_eval = tokens[torch.randint(0, len(tokens) - 9, (32,), generator=torch.Generator().manual_seed(0))[:, None] + torch.arange(8)]
+gpt = TinyGPT(V, 8, d=16, n_layers=1, n_heads=1, gamma=1.0, seed=0)
+recorded, kls = kl_over_training(gpt, tokens, table, x_eval, 300, 20, 0)
+print("KL to the bigram predictor:", [round(k, 2) for k in kls[0].tolist()])
+print("closest at step", int(closest_step(recorded, kls)[0]))
 
 # %% [markdown]
 # **Think.** Your tiny model has a context of 8 characters. If you trained it much longer, would its

@@ -131,8 +131,8 @@ ctxlab.checks.check_10_bin_alignment(bin_alignment)
 # the same CKA against row-shuffled signatures (their mean, the *baseline*, and their standard
 # deviation, the *spread*) and the *excess* of the real CKA over the baseline; and one number about
 # the data alone: how well the signature agrees with itself between the two halves of the text (its
-# *reliability*, the most any embedding could show). Build that report for any token stream and any
-# embedding:
+# *reliability*: how reproducible the signature is; as lesson 10 says, not a ceiling for the CKA).
+# Build that report for any token stream and any embedding:
 #
 # `frequency_report(tokens, V, E, bin_size, n_shuffles, seed)` returns a dict with the keys
 # `"cka"`, `"baseline"`, `"spread"`, `"excess"` and `"reliability"`, each a tensor with one number

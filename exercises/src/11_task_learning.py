@@ -48,8 +48,8 @@ from ctxlab.transplant import (
 # 4. rescale the table to Frobenius norm `norm`.
 #
 # The check accepts any rotation of the d columns (it compares the token-by-token inner products
-# E Eᵀ). Hidden cases use other tasks, other order sets, non-uniform row weights and d smaller
-# than the signature's rank.
+# E Eᵀ). Hidden cases use other tasks, other order sets, non-uniform row weights, tokens of very
+# different frequencies and d smaller than the signature's rank.
 #
 # <details><summary>Hint 1: the idea</summary>
 #
@@ -101,11 +101,12 @@ ctxlab.checks.check_11_signature_table(signature_table)
 # ΔS¹⁺²⁺³ table? Which never is?
 #
 # Then write `finishing_order(runs, levels)`: `runs` maps a condition name to `(steps [T],
-# loss [n_seeds, T])`, each condition with its own step grid and number of seeds; `levels` is H0..HL. Return the names of the conditions in which **every**
-# seed gets halfway down the last stair, fastest first by the **mean** step over seeds. "Halfway
-# down" is the lesson's onset rule: the first recorded step below the midpoint of the last two levels
-# (`stair_onsets(steps, loss, levels)[:, -1]`, which is -1 for "never"). Conditions with the same
-# mean step keep the order in which `runs` lists them. Return `[]` if no condition finishes.
+# loss [n_seeds, T])`, each condition with its own step grid and number of seeds; `levels` is
+# H0..HL. Return the names of the conditions in which **every** seed gets halfway down the last
+# stair, fastest first by the **mean** step over seeds. "Halfway down" is the lesson's onset rule:
+# the first recorded step below the midpoint of the last two levels (lesson 03's onsets, with their
+# own value for "never"). Conditions with the same mean step keep the order in which `runs` lists
+# them. Return `[]` if no condition finishes.
 #
 # <details><summary>Hint 1: the idea</summary>
 #

@@ -29,7 +29,7 @@ from ctxlab.tasks import anchor_composition_task
 from ctxlab.train import train
 
 # %% [markdown]
-# Both exercises use the anchor-composition task of lesson 12 and two trained Emb-MLPs (standard
+# Exercises 1 and 2 use the anchor-composition task of lesson 12 and two trained Emb-MLPs (standard
 # and small init), trained here once (about 5 s).
 
 # %%

@@ -176,3 +176,54 @@ CONTRACT = [
         },
     ),
 ]
+
+
+# --- putting them together: the KL over training ----------------------------------------------------------------
+
+
+def kl_run(model, tokens, table, x_eval, steps, every, seed, *, first=True, last=True, on="eval", models="all",
+           trained="given", optimizer="adam"):
+    """A learner's kl_over_training, one mistake chosen by the keywords."""
+    import copy
+
+    g = torch.Generator().manual_seed(seed)
+    net = copy.deepcopy(model) if trained == "copy" else model
+    params = list(net.parameters())
+    opt = torch.optim.Adam(params, lr=1e-2) if optimizer == "adam" else torch.optim.SGD(params, lr=1e-2)
+    T, V = net.seq_len, table.shape[0]
+    recorded, kls = [], []
+    for step in range(steps + 1):
+        batch = tokens[torch.randint(0, len(tokens) - T - 1, (32,), generator=g)[:, None] + torch.arange(T + 1)]
+        wanted = step % every == 0 or (last and step == steps)
+        if wanted and (first or step > 0):
+            with torch.no_grad():
+                x = x_eval if on == "eval" else batch[:, :-1]
+                logits = net(x)
+            recorded.append(step)
+            kls.append([kl_to_bigram(logits[k], table, x) for k in range(logits.shape[0])])
+        if step == steps:
+            break
+        logits = net(batch[:, :-1])
+        losses = [torch.nn.functional.cross_entropy(lk.reshape(-1, V), batch[:, 1:].reshape(-1)) for lk in logits]
+        loss = sum(losses) if models == "all" else losses[0]
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return torch.tensor(recorded), torch.tensor(kls, dtype=torch.float64).T
+
+
+CONTRACT.append(
+    Contract(
+        checks.check_09_kl_over_training,
+        reference=kl_run,
+        wrong={
+            "no record before the first update": lambda *a: kl_run(*a, first=False),
+            "the last step missed when it is no multiple of every": lambda *a: kl_run(*a, last=False),
+            "KL read on the training windows": lambda *a: kl_run(*a, on="train"),
+            "only model 0 trained": lambda *a: kl_run(*a, models="first"),
+            "a copy trained, not the model given": lambda *a: kl_run(*a, trained="copy"),
+            "SGD at the same learning rate": lambda *a: kl_run(*a, optimizer="sgd"),
+        },
+        hints={"no record before the first update": "step 0", "a copy trained, not the model given": "in place"},
+    )
+)

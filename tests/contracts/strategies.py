@@ -427,6 +427,147 @@ def leave_inputs(draw) -> tuple:
     return (steps, weights, L, tol) if given else (steps, weights, L)
 
 
+@st.composite
+def parallel_signatures(draw) -> tuple:
+    """(pi_a, pi_b, q_a, q_b) for set 04's update ratio: C = 2 to 6 labels, q_a - u and q_b - u along one
+    drawn direction (strengths from a tenth of the way to the simplex's edge up to the edge itself, where
+    a label's probability is 0), frequencies from 0.02 to 0.9; float32 signatures, as the check passes."""
+    C = draw(st.integers(2, 6))
+    direction = torch.randn(C, generator=_generator(draw), dtype=torch.float64)
+    direction = direction - direction.mean()
+    assume(float(direction.abs().max()) > 1e-3)
+    edge = float((1.0 / C) / (-direction).clamp_min(1e-12).max())  # u + edge * direction touches a face
+    u = torch.full((C,), 1.0 / C, dtype=torch.float64)
+    qa, qb = (u + draw(st.sampled_from((0.1, 0.3, 0.6, 1.0))) * edge * direction for _ in range(2))
+    pa, pb = (draw(st.sampled_from((0.02, 0.1, 0.25, 0.5, 0.9))) for _ in range(2))
+    return pa, pb, qa.clamp_min(0).float(), qb.clamp_min(0).float()
+
+
+@st.composite
+def signature_tables(draw) -> tuple:
+    """(data, d, orders, norm) for set 11's signature table: a small dataset (L = 1 to 3, tokens absent
+    or repeated, uniform or random row weights), a non-empty set of its orders, d = 1 to 6 (below, at or
+    above the rank), a norm from 0.1 to 10. Left out: rows that do not vary (the table is then zero and
+    no norm can be set) and a tie between the d-th and the next singular value (the top d are not unique)."""
+    from ctxlab.signatures import label_signature
+
+    data = draw(datasets())
+    orders = draw(st.lists(st.integers(1, data.x.shape[1]), min_size=1, max_size=data.x.shape[1], unique=True))
+    d, norm = draw(st.integers(1, 6)), draw(st.sampled_from((0.1, 1.0, 3.0, 10.0)))
+    S = torch.cat([label_signature(data, k, "incremental").matrix.double() for k in orders], dim=1)
+    sv = torch.linalg.svdvals(S - S.mean(0))
+    assume(float(sv[0]) > 1e-6)
+    assume(d >= sv.numel() or float(sv[d - 1] - sv[d]) > 1e-3 * float(sv[0]))
+    return data, d, sorted(orders) if draw(st.booleans()) else orders, norm
+
+
+@st.composite
+def first_layer_inputs(draw) -> tuple:
+    """(E [V, d], W1 [L*d, hidden], positions [V]) for set 14's first-layer rows: V = 1 to 8 tokens, d = 1 to
+    5, L = 1 to 4 positions (some unused), hidden = 1 to 6; each token at any position, in any order;
+    entries at scale 1e-3 to 10; float32 or float64."""
+    V, d, L, hidden = draw(st.integers(1, 8)), draw(st.integers(1, 5)), draw(st.integers(1, 4)), draw(st.integers(1, 6))
+    g = _generator(draw)
+    dtype = draw(st.sampled_from((torch.float32, torch.float64)))
+    E = draw(st.sampled_from((1e-3, 1.0, 10.0))) * torch.randn(V, d, generator=g, dtype=torch.float64)
+    W1 = torch.randn(L * d, hidden, generator=g, dtype=torch.float64)
+    positions = torch.tensor(draw(st.lists(st.integers(0, L - 1), min_size=V, max_size=V)))
+    return E.to(dtype), W1.to(dtype), positions
+
+
+@st.composite
+def span_inputs(draw) -> tuple:
+    """(M [V, h], S [V, m]) for set 14's share inside a signature's span: V = 3 to 12 tokens, h and m = 1 to
+    6; S of full column rank or not (a repeated or combined column, a constant column that centring
+    zeroes), shifted by an offset or not; M partly inside the span of the centred S, partly outside, at
+    scale 1e-3 to 1e3; float32 or float64."""
+    V, h, m = draw(st.integers(3, 12)), draw(st.integers(1, 6)), draw(st.integers(1, 6))
+    g = _generator(draw)
+    S = torch.randn(V, m, generator=g, dtype=torch.float64)
+    if m > 1:
+        deficiency = draw(st.sampled_from(("none", "repeated", "combined", "constant")))
+        if deficiency == "repeated":
+            S[:, -1] = S[:, 0]
+        elif deficiency == "combined":
+            S[:, -1] = S[:, 0] - 2 * S[:, 1 % (m - 1)]
+        elif deficiency == "constant":
+            S[:, -1] = 3.0
+    S = S + draw(st.sampled_from((0.0, 4.0)))
+    Sc = S - S.mean(0)
+    assume(float(Sc.norm()) > 1e-6)
+    inside = Sc @ torch.randn(m, h, generator=g, dtype=torch.float64)
+    M = inside + draw(st.sampled_from((0.0, 0.3, 3.0))) * torch.randn(V, h, generator=g, dtype=torch.float64)
+    M = draw(st.sampled_from((1e-3, 1.0, 1e3))) * (M + draw(st.sampled_from((0.0, 2.0))))
+    assume(float((M - M.mean(0)).norm()) > 1e-9 * float(M.abs().max()))
+    dtype = draw(st.sampled_from((torch.float32, torch.float64)))
+    return M.to(dtype), S.to(dtype)
+
+
+@st.composite
+def phase_maps(draw) -> tuple:
+    """(gammas, lrs, plateau [G, R]) for set 08's corner: G = 2 to 6 values of γ and R = 2 to 7 learning rates,
+    each listed from small to large or the other way; rests drawn per cell (any shape, not only the
+    lesson's); 0 to 2 columns with diverged runs (NaN) in some or all of their rows, at least one column
+    left stable. Edge means never tie within 1e-6 (the text does not say which edge a tie picks)."""
+    G, R = draw(st.integers(2, 6)), draw(st.integers(2, 7))
+    gammas = sorted(draw(st.lists(st.sampled_from(GAMMAS), min_size=G, max_size=G, unique=True)))
+    lrs = sorted(draw(st.lists(st.sampled_from((0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)), min_size=R, max_size=R, unique=True)))
+    gammas, lrs = (values[::-1] if draw(st.booleans()) else values for values in (gammas, lrs))
+    plateau = torch.tensor(draw(st.lists(st.integers(0, 400), min_size=G * R, max_size=G * R)), dtype=torch.float64).reshape(G, R)
+    for j in draw(st.lists(st.integers(0, R - 1), max_size=2, unique=True)):
+        rows = draw(st.lists(st.integers(0, G - 1), min_size=1, max_size=G, unique=True))
+        plateau[rows, j] = math.nan
+    stable = [j for j in range(R) if not bool(plateau[:, j].isnan().any())]
+    assume(stable)
+    kept = plateau[:, stable]
+    assume(abs(float(kept[0].mean() - kept[-1].mean())) > 1e-6)
+    assume(len(stable) == 1 or abs(float(kept[:, 0].mean() - kept[:, -1].mean())) > 1e-6)  # one column: no choice
+    return gammas, lrs, plateau
+
+
+@st.composite
+def code_scalings(draw) -> tuple:
+    """(codes [V, w], learned [..., V, d]) for set 14's scaled codes: V = 1 to 12 tokens, ±1 or 0/1 codes (tiled
+    or not, shuffled or not) of width 1 to 8, or any table; one learned table or an ensemble of 1 to 3 (or
+    a 2 x 2 grid) of width 1 to 8, its rows of different sizes, at scale 1e-4 to 10, centred or not;
+    float32 or float64 each."""
+    from ctxlab.fixed_codes import binary_codes
+
+    V, d = draw(st.integers(1, 12)), draw(st.integers(1, 8))
+    w = draw(st.integers(code_width(V), 8))  # every bit of an id appears at least once
+    g = _generator(draw)
+    kind = draw(st.sampled_from(("signed", "unsigned", "shuffled", "any")))
+    if kind == "any":
+        codes = torch.randn(V, w, generator=g, dtype=torch.float64)
+    else:
+        codes = binary_codes(V, w, signed=kind != "unsigned", shuffle_seed=0 if kind == "shuffled" else None).double()
+    assume(float(codes.abs().max()) > 0)
+    lead = draw(st.sampled_from(((), (1,), (2,), (3,), (2, 2))))
+    rows = torch.rand(*lead, V, 1, generator=g, dtype=torch.float64) * 3 + 0.1  # rows of different sizes
+    learned = draw(st.sampled_from((1e-4, 0.03, 1.0, 10.0))) * rows * torch.randn(*lead, V, d, generator=g, dtype=torch.float64)
+    learned = learned + draw(st.sampled_from((0.0, 0.05)))
+    assume(float(learned.abs().max()) > 0)
+    return (codes.to(draw(st.sampled_from((torch.float32, torch.float64)))),
+            learned.to(draw(st.sampled_from((torch.float32, torch.float64)))))
+
+
+@st.composite
+def attention_models(draw) -> tuple:
+    """(model, x) for set 07's uniform-attention output: an EmbAttention ensemble of K = 1 to 3 models
+    (gammas and seeds drawn, d_head = d or smaller), V = 2 to 9 tokens, L = 1 to 6 positions, d = 2 to 8,
+    and N = 1 to 12 sequences of random tokens (so a token id and its position differ); float32 or float64."""
+    from ctxlab.models import EmbAttention
+
+    K, V, L = draw(st.integers(1, 3)), draw(st.integers(2, 9)), draw(st.integers(1, 6))
+    d = draw(st.sampled_from((2, 4, 8)))
+    gammas = draw(st.lists(st.sampled_from((0.5, 1.0, 1.5)), min_size=K, max_size=K))
+    seeds = draw(st.lists(st.integers(0, 50), min_size=K, max_size=K))
+    model = EmbAttention(V, L, draw(st.integers(2, 4)), d=d, d_head=draw(st.sampled_from((None, max(1, d // 2)))),
+                         hidden=4, gamma=gammas, seed=seeds).to(draw(st.sampled_from((torch.float32, torch.float64))))
+    x = torch.randint(0, V, (draw(st.integers(1, 12)), L), generator=_generator(draw))
+    return model, x
+
+
 # --- embedding tables (set 08) -------------------------------------------------------------------
 
 
@@ -631,6 +772,31 @@ def gain_inputs(draw) -> tuple:
     with_tables = without * (0.5 + 20 * torch.rand(K, V, generator=g, dtype=torch.float64))
     dtype = draw(st.sampled_from((torch.float32, torch.float64)))
     return without.to(dtype), with_tables.to(dtype), data, [e / 16 for e in edges], position
+
+
+@st.composite
+def leader_inputs(draw) -> tuple:
+    """(steps [T], margins {name: [K, T]}, from_step, by) for set 09's leading signature: T = 1 to 8 records
+    on any step grid, K = 1 to 3 models, 2 to 4 signatures; from_step on a recorded step, between two, or
+    at or before the first. Margins are multiples of by / 4 (exact in float32), so a lead of exactly by is
+    drawn on purpose; per model a drawn signature leads every record, by a drawn multiple, or none is
+    made to; negative margins too; float32 or float64 curves."""
+    T, K, n_sig = draw(st.integers(1, 8)), draw(st.integers(1, 3)), draw(st.integers(2, 4))
+    steps = draw(step_grids(T))
+    by = draw(st.sampled_from((0.0625, 0.125, 0.25)))
+    units = torch.tensor(draw(st.lists(st.integers(-4, 8), min_size=n_sig * K * T, max_size=n_sig * K * T)),
+                         dtype=torch.float64).reshape(n_sig, K, T)
+    for k in range(K):
+        leader = draw(st.integers(-1, n_sig - 1))  # -1: nobody made to lead
+        if leader >= 0:
+            others = torch.cat([units[:leader, k], units[leader + 1:, k]]).amax(0)
+            units[leader, k] = others + torch.tensor(draw(st.lists(st.sampled_from((1, 4, 5, 8)), min_size=T, max_size=T)),
+                                                     dtype=torch.float64)
+    i = draw(st.integers(0, T - 1))
+    from_step = float(steps[i]) - draw(st.sampled_from((0.0, 0.5))) * (float(steps[i] - steps[i - 1]) if i else 1.0)
+    names = ["unigram", "bigram", "trigram", "4-gram"][:n_sig]
+    dtype = draw(st.sampled_from((torch.float32, torch.float64)))
+    return steps, {n: (by / 4 * units[j]).to(dtype) for j, n in enumerate(names)}, from_step, by
 
 
 @st.composite
