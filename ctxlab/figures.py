@@ -244,7 +244,7 @@ def _learning_times(profile: str, device):
 
     result = learning_time_experiment(profile=profile, device=device, progress=False)
     return learning_time_figure(result.fit.tau, result.orders, result.fit.r2, result.onsets), result.to_json()
-@register("16_token_identity_rare_tokens", "16_token_identity", "Re-injected token tables bring rung 1 forward, frequent keys most")
+@register("16_token_identity_rare_tokens", "16_token_identity", "Re-injected token tables bring rung 1 forward, frequent keys most as a ratio of steps")
 def _rare_tokens(profile: str, device):
     from ctxlab.plots import rung_step_figure
     from ctxlab.token_identity import loglog_slope, rare_token_experiment
@@ -254,7 +254,7 @@ def _rare_tokens(profile: str, device):
                "rung_steps": {n: run.rung_steps(n) for n in run.runs},
                "embedding_slopes": {n: loglog_slope(run.frequency, out["key_updates"]) for n, out in run.runs.items()}}
     return rung_step_figure(run), numbers
-@register("14_fixed_codes", "14_fixed_codes", "Fixed binary codes instead of a learned table: the same rungs, no rests")
+@register("14_fixed_codes", "14_fixed_codes", "Fixed binary codes instead of a learned table: halfway down every stair in order, no rests on H1 or H2")
 def _fixed_codes(profile: str, device):
     from ctxlab.fixed_codes import fixed_codes_experiment
     from ctxlab.plots import fixed_codes_curves

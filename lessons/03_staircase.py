@@ -326,9 +326,9 @@ print("every seed climbs back by more than 0.01 nats at least once, some seed by
 # that differ widely from seed to seed, and the largest climbs are larger than the whole first
 # stair, H(Y) − H(Y | x1) ≈ 0.15 (the rises printed above): for a few steps they give back more than
 # a stair gained. How high a spike goes is chaotic (lesson 00), so the check asks only for a climb
-# of more than 0.01 in every seed and of more than 0.1 in some seed. None has reached H(Y | x1, x2, x3) by step 2000 (the final losses printed above). This
-# notebook trains the task at learning rate 1 only, so it does not separate the step size's part in
-# these rises from the task's.
+# of more than 0.01 in every seed and of more than 0.1 in some seed. None has reached
+# H(Y | x1, x2, x3) by step 2000 (the final losses printed above). This notebook trains the task at
+# learning rate 1 only, so it does not separate the step size's part in these rises from the task's.
 # The headline task's γ = 1 runs, at the same learning rate, never climb back by more than 0.01
 # (checked above), and with binary attributes each order brings exactly one rung.
 

@@ -263,7 +263,7 @@ ax.plot(gammas, switch_on[:, 0], "o", label="measured (mode 1)")
 ax.plot(gammas, expected_times[:, 0], "-", color="grey", label="ln(0.5/a₀)/rate₁")
 ax.set_xlabel("init exponent γ")
 ax.set_ylabel("GD steps until a₁ reaches 0.5")
-ax.set_title("two factors: plateau ∝ ln(1/ε) — a straight line in γ", fontsize=10)
+ax.set_title("two factors: plateau linear in ln(1/ε), so a straight line in γ", fontsize=10)
 ax.legend()
 plt.show()
 print(f"slope: measured {slope_measured:.1f} steps per unit gamma; 2 ln(d) / rate_1 = {slope_theory:.1f}")
@@ -394,4 +394,5 @@ print("slope of ln(t) vs gamma within 10% of the mean ln(fan-in):", abs(log_slop
 #   H_b(0.75) + H_b(0.65) ≈ 1.210, not H(Y | b₁, b₂) ≈ 1.192.
 #
 # **Next.** Open `exercises/05_linear_modes.ipynb`: compute the singular values that set the
-# order, read the switch-on order off a run, and fit a growth rate.
+# order, read the switch-on order off a run, fit a growth rate, then predict every mode's switch-on
+# step from the init alone and train the model to measure them.

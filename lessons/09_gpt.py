@@ -98,7 +98,8 @@ for name, h in sgd.entropies.items():
 # at the right edge. Middle: KL to each n-gram model, log scale, each curve's minimum marked.
 # Right: the alignment CKA(E − E₀, S) of the embedding's displacement with two text signatures,
 # each with its **shuffled band**: the lowest to the highest CKA of the same embedding against 50
-# copies of the signature with its rows shuffled (lesson 02), shaded in the colour of its curve.
+# copies of the signature with its rows shuffled (lesson 02), hatched in the colour of its curve
+# between two thin edge lines (where two bands overlap, the hatchings cross).
 #
 # * The **bigram signature** (orange): row s is [P(next | s), P(previous | s)], a 76 × 152 matrix.
 # * The **trigram increment** (purple): what the character t before s adds to predicting the next
@@ -139,13 +140,12 @@ for name, run in runs.items():
               f"to the bigram model after step 200: {bi > 200}")
 
 # %% [markdown]
-# In both regimes the GPT is closest to the unigram model first (within 100 steps) and to the bigram
-# model later (after step 200), and its unigram KL rises again as it moves on: the staircase's
-# ordering, whatever the optimizer. Whether it marks small init, this notebook cannot say: the
-# recorded standard-init runs (end of lesson) have their unigram minimum on their first record
-# after step 0, so at that recording interval their order says little. What small init may add
-# shows in the timing (no standard-init run here tests it): SGD's short delay at ln V (below) and,
-# in the recorded runs, the pace.
+# In both regimes the GPT is closest to the unigram model first (within 100 steps) and to the
+# bigram model later (after step 200), whatever the optimizer; it cannot be at KL 0 to two of them
+# at once (the first Think box). That the order is unigram, then bigram, does not mark small init:
+# the recorded standard-init runs at the end of the lesson show it too (minima at 50 → 200 → 350
+# and 50 → 200 → 200). What small init may add shows only in the timing (no standard-init run here
+# tests it): SGD's short delay at ln V (below) and, in the recorded runs, the pace.
 #
 # At the end, is the bigram minimum a real one, that the curve has risen from? And the trigram?
 
@@ -291,9 +291,10 @@ for name, m in margins.items():
 # Adam's row is consistent with that order; SGD's row is not, since its trigram margin is the
 # larger one from step 100 on. So this small GPT does not show one order of alignment.
 #
-# The early jumps of the curves, in the first 20 steps (Adam's to about 0.3), come while E − E₀ is
-# still tiny, the sum of ten or twenty batch updates. CKA ignores scale, so a few noisy updates can score as high as a
-# displacement grown for hundreds of steps. They settle by step 100; we read them from there.
+# The early jumps of the curves, in the first 20 steps (to about 0.3 in both rows), come while E −
+# E₀ is still tiny, the sum of ten or twenty batch updates. CKA ignores scale, so a few noisy
+# updates can score as high as a displacement grown for hundreds of steps. They settle by step 100;
+# we read them from there.
 #
 # ## What the GPT writes
 #
@@ -429,8 +430,8 @@ print("recorded CKA at the end higher for standard init than for small init, bot
 #
 # * Trained with plain SGD or Adam from the same small init, the GPT is closest to the unigram model
 #   first and to the bigram model later, in every seed: the order of the KL minima survives the
-#   change of optimizer. The recorded standard-init runs cannot tell whether it marks small init:
-#   their unigram minimum falls on their first record after step 0.
+#   change of optimizer. It does not mark small init: the recorded standard-init runs show the same
+#   order.
 # * What does not survive is what lessons 07–08 predicted: SGD stays near ln V for a short delay
 #   (three records), Adam does not; Adam passes H₂ and is closest to the bigram model hundreds
 #   of steps sooner, without SGD's spikes, while SGD only comes down to H₂ in 800 steps.

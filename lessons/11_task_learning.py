@@ -255,7 +255,7 @@ print("learned-in-(a) table halfway down to H3 before the learner itself, every 
 #   is also flat (slope at most 10⁻⁴ per step), as lesson 03 defines it. The rank-matched random
 #   table rests on the lower one too, for 120–170 steps in two of its three seeds, and ends just
 #   near it (0.90; one seed on it). Of the other frozen tables only one seed of "learned (other seed)" rests there,
-#   for 40 steps, though some slow down near 0.906. No curve rests at a level no computation gives:
+#   for 50 steps, though some slow down near 0.906. No curve rests at a level no computation gives:
 #   none is within 0.01 of one value for a tenth of the run, drifting less than 0.01 (printed;
 #   `ctxlab.rungs.shelves`, the rule every figure of the course draws such a rest by).
 # * The occasional loss spikes (in the learner too) we read as plain GD at lr 1 near its stability
@@ -355,12 +355,12 @@ print("on the old task, the random std-scale table gets halfway down to H3 in th
 #   are halfway down the new task's last stair in every seed (near steps 570–580), where
 #   the random table of the same norm, on the old task, is halfway down only two stairs and ends
 #   above H2. On the way they pass the sub-level 0.906 (dotted) without resting on it (printed).
-#   Neither reaches the new task's H3 (the lowest dashed line, at about 0.66): they end
-#   at 0.73 and 0.72 in the mean (printed above). Seeds of both climb back after step 600 (by 0.06
-#   and 0.09 for two small-init seeds, 0.04 for a standard-init one; printed), so the 0.01 between
-#   the two end losses is spike noise. The small-init table is ahead at H1 in every seed (steps 30
-#   against 40); after that the two overlap (227 ± 15 against 260 ± 30 at H2, 567 ± 57 against
-#   577 ± 40 at H3). More of its energy (squared norm) lies in the signature subspace (0.92 against 0.71), but it
+#   Neither reaches the new task's H3 (the lowest dashed line, at about 0.66): both end at 0.73
+#   in the mean (printed above). Seeds of both climb back after step 600 (by 0.05 and 0.06 for two
+#   small-init seeds, 0.05 and 0.03 for two standard-init ones; printed): spikes larger than any
+#   gap between the two end losses. The small-init table is ahead at H1 in every seed (steps 30
+#   against 40); after that the two overlap (227 ± 15 against 260 ± 30 at H2, 577 ± 64 against
+#   573 ± 35 at H3). More of its energy (squared norm) lies in the signature subspace (0.92 against 0.71), but it
 #   ends no lower: this experiment shows no clearly better end table from small init.
 
 # %% [markdown]

@@ -1,5 +1,5 @@
 # %% [markdown]
-# # Lesson 13 — Why the structure matters (3): semantic structure
+# # Lesson 13 — Why the structure matters (2): semantic structure
 #
 # **Learning goals.** After this lesson you can
 # 1. group tokens into signature classes (tokens whose signature rows are equal) and predict which
@@ -34,7 +34,6 @@
 # %%
 import matplotlib.pyplot as plt
 import torch
-from matplotlib.lines import Line2D
 
 from ctxlab import plots
 from ctxlab.align import (
@@ -99,11 +98,6 @@ mean_onsets = {g: [int(col.float().mean()) for col in onsets[torch.tensor(g_syn)
                for g in (1.0, 0.5)}
 print("stair onsets (steps) per model:", onsets.tolist())
 fig = plots.class_cosine_figure(syn.steps, cosines, g_syn, mean_onsets)
-fig.axes[0].get_legend().remove()  # it sat on the γ = 1 'between' curves: below the panels, with the onset lines
-onset_lines = [Line2D([], [], color=c, ls=":", lw=0.9, label=f"γ = {g:g}: loss halfway down a stair (mean onset)")
-               for g, c in plots.gamma_colors(g_syn).items()]
-fig.legend(handles=fig.axes[0].get_legend_handles_labels()[0] + onset_lines, loc="upper center",
-           bbox_to_anchor=(0.5, 0.02), ncol=3, fontsize=7)
 plt.show()
 
 # %% [markdown]

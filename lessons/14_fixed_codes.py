@@ -251,8 +251,8 @@ print(f"codes × d^(−γ): no seed halfway down the first stair within {CONTROL
 print("trainable ±1 codes: order-1 share of R − R₀ below 0.5 at every step:", bool((control.shares[trained, 1:, 0] < 0.5).all()))
 
 # %% [markdown]
-# * **Left**: the trainable codes are halfway down the three stairs at steps 25, 85 and 160–175
-#   (the fixed shuffled codes at 25–30, 95–175 and 405–485), with no rest on H1 or H2, as for the
+# * **Left**: the trainable codes are halfway down the three stairs at steps 25, 80–85 and 160–175
+#   (the fixed shuffled codes at 25–30, 95–180 and 415–480), with no rest on H1 or H2, as for the
 #   fixed ones, and end within 0.01 of H3 (0.476–0.477) by step 600 (the fixed ones: 0.484–0.490
 #   after 1200): moving helps them finish, but brings no rest back, not even fixed seed 1's near 0.59.
 # * **Right**: fixed codes at the learned table's size rest on H0 for all 600 steps, just starting to
@@ -431,19 +431,19 @@ print("fixed codes end further from the trigram model than learned tables by ove
 # * Fixed ±1 codes of the token ids (5 bits tiled to d = 32, E's init scale moved into W1) keep the
 #   rungs and their order, drop the rests on H1 and H2, and are halfway down each stair sooner than
 #   a learned table at the same γ; id codes end on H3.
-# * With shuffled codes, the rests' loss comes mostly from their size, not from their being fixed: codes that train from their ±1
-#   start lose the rests too, and fixed codes at the learned table's size (× d^(−γ)) rest on H0 for
-#   the whole 600-step control, longer than the learned table.
+# * With shuffled codes, the missing rests come from the codes' size, not their being fixed: codes
+#   trained from their ±1 start lose the rests too; fixed codes at the learned table's size
+#   (× d^(−γ)) rest on H0 for all 600 steps, longer than the learned table.
 # * Where the code holds the task's attribute as a bit (raw ids), the first layer's change goes to
 #   orders 1, 2, 3 in turn within 100 steps, and its token rows beat shuffled signatures.
-# * Where it does not (shuffled ids), the first layer's change lies in order 1 only for the first few
-#   dozen steps and its token rows end below the 95 % level of shuffled signatures: the rules are
-#   presumably learned after the first layer (not measured), with jumps in the loss and one seed's rest near 0.59.
-# * In the small GPT on text (7 bits tiled to d = 32), fixed codes come near the unigram model without the
-#   learned table's short slow-down, are within 1 nat of the bigram model sooner and end 300 Adam steps
-#   at the learned table's loss (within 0.1 nats) but further from the trigram model. The controls
-#   point to size again: a table started at the codes takes their path; fixed codes × d^(−γ) come
-#   closer to the unigram model and are not within 1 nat of the bigram model by step 300.
+# * Where it does not (shuffled ids), order 1 is at first the only order in the first layer's
+#   change, holding a third of it though the codes reach 65 % of ΔS¹; its token rows end below the
+#   95 % level of shuffled signatures, with jumps in the loss and one seed's rest near 0.59.
+# * In the small GPT on text (7 bits tiled to d = 32), fixed codes come near the unigram model
+#   without the learned table's short slow-down, are within 1 nat of the bigram model sooner and
+#   end 300 Adam steps at the learned table's loss (within 0.1 nats) but further from the trigram
+#   model. The controls point to size again: a table started at the codes takes their path; fixed
+#   codes × d^(−γ) come closer to the unigram model, and not within 1 nat of the bigram model.
 #
 # **Next.** Open `exercises/14_fixed_codes.ipynb`: build the code table, compute the first-layer
 # token representation, score it against ΔS¹, then scale the codes to the learned table's size and

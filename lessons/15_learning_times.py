@@ -368,7 +368,8 @@ fig = plots.reconstruction_figure(text.steps, text.rec)
 # and again misses the shape of its derivative: the rebuilt speed of descent has the first
 # drop's peak at under 60 % of its measured height, and after it runs smoothly through the
 # measured one's bumps (a central difference: the spike near step 9 shows as a tall positive
-# peak right after it, and the only dip below zero is at steps 12–14).
+# peak right after it, and the deepest dip below zero is at steps 12–14; seed 1 dips a little below
+# zero again near step 250).
 #
 # The mean hides how poorly the single curves are fitted: only 36 % of the text curves are fitted
 # with R² above 0.8 (the last number printed above). So most text token curves here are not one

@@ -13,9 +13,9 @@ from ctxlab.rungs import TOL
 
 
 def attention_figure(result, gammas=None) -> Figure:
-    """One column per γ, one colour per seed. Top: the loss of the attention model (thin) and of the
-    same model with attention frozen uniform (thick and pale, drawn underneath: where the two agree
-    the thin line runs inside the pale one), against the labelled levels, the bag's floor and the loss
+    """One column per γ, one colour per seed. Top: the loss of the attention model (solid) and of the
+    same model with attention frozen uniform (dashed, in its seed's colour: where the two agree the
+    dashes lie on the solid line, and the twins of three seeds stay apart where they run close), against the labelled levels, the bag's floor and the loss
     with all but one position read (dotted), and any other level a curve rests on (dotted, measured).
     Middle: the attention from the key to the position it names, with the band 1/L ± BAND.
     Bottom: ‖W_Q W_Kᵀ‖ (log scale).
@@ -32,7 +32,7 @@ def attention_figure(result, gammas=None) -> Figure:
         top, middle, bottom = axes[:, col]
         for k in [k for k, gk in enumerate(result.gammas) if gk == g]:
             color = SEED_COLORS[result.seeds[k] % len(SEED_COLORS)]
-            top.plot(steps, result.baseline.loss[k].numpy(), color=color, lw=5, alpha=0.25, solid_capstyle="butt")
+            top.plot(steps, result.baseline.loss[k].numpy(), color=color, lw=1.6, ls=(0, (3, 2)), alpha=0.75)
             top.plot(steps, result.trained.loss[k].numpy(), color=color, lw=1.3, label=f"seed {result.seeds[k]}")
             middle.plot(steps, result.trained.extras["attention_to_target"][k].numpy(), color=color, lw=1.3)
             bottom.semilogy(steps, result.trained.extras["qk_norm"][k].numpy(), color=color, lw=1.3)
@@ -42,7 +42,7 @@ def attention_figure(result, gammas=None) -> Figure:
         curves = torch.cat([result.trained.loss[models], result.baseline.loss[models]])
         named = [*result.levels, *(h for _, h in result.side_levels)]
         label_measured_rests(top, result.trained.steps, curves, named)
-        top.set_title(f"γ = {g:g}   thin: attention learned; thick, pale: attention frozen at 1/L", fontsize=9)
+        top.set_title(f"γ = {g:g}   solid: attention learned; dashed: attention frozen at 1/L", fontsize=9)
         middle.axhspan(1 / L - BAND, 1 / L + BAND, color="grey", alpha=0.2, lw=0, label=f"1/L ± {BAND:g}")
         middle.set_ylim(0, 1)
         bottom.set_xlabel("gradient-descent step")

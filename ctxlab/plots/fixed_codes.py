@@ -13,10 +13,10 @@ from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
 
 from ctxlab.plots.style import ORDER_COLORS, SEED_COLORS, label_levels, label_measured_rests, seed_style
 
-LABEL_COLORS = (SEED_COLORS[1], "#b15928", "#6a3d9a")  # id codes' blue first, then colours no level line uses
+LABEL_COLORS = (SEED_COLORS[1], "#c51b7d", "#6a3d9a")  # id codes' blue first, then colours no level line or condition uses
 CONDITION_COLORS = {"learned": SEED_COLORS[0], "id codes": SEED_COLORS[1], "shuffled codes": SEED_COLORS[2],
                     "fixed codes": SEED_COLORS[1],  # the GPT's codes are codes of the ids
-                    # the controls, alike in both models: brown, a table started at the ±1 codes that trains;
+                    # the controls, alike in both models: magenta, a table started at the ±1 codes that trains;
                     # purple, fixed codes at the learned table's init size
                     "shuffled codes, trainable": LABEL_COLORS[1], "learned, from codes": LABEL_COLORS[1],
                     "shuffled codes × d^(−γ)": LABEL_COLORS[2], "fixed codes × d^(−γ)": LABEL_COLORS[2]}

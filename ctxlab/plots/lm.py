@@ -57,18 +57,24 @@ def lm_panels(result, axes, title: str | None = None) -> None:
         return
     ax_align = axes[2]
     band = result.alignment_band
-    handles = []
-    for name, curves in result.alignment.items():
-        color = NGRAM_COLORS[name]
+    handles, top = [], 0.0
+    for name, hatch in zip(result.alignment, ("////", "\\\\\\\\", "||||")):
+        color, curves = NGRAM_COLORS[name], result.alignment[name]
         for k in range(len(models)):
             ax_align.plot(steps, curves[k].numpy(), color=color, ls=seed_style(k), lw=1.2)
+        top = max(top, float(curves.nan_to_num(nan=0.0).max()))
         handles.append(Line2D([], [], color=color, label=_SIGNATURE_NAMES.get(name, name)))
-        if band is not None:  # the band of every model together: lowest low to highest high
-            ax_align.fill_between(steps, band[name][0].amin(0).numpy(), band[name][1].amax(0).numpy(),
-                                  color=color, alpha=0.18, lw=0)
-            handles.append(plt.Rectangle((0, 0), 1, 1, color=color, alpha=0.3, lw=0, label="its shuffled band"))
+        if band is not None:  # the band of every model together, hatched: two bands that overlap stay apart
+            low, high = band[name][0].amin(0).numpy(), band[name][1].amax(0).numpy()
+            ax_align.fill_between(steps, low, high, facecolor="none", edgecolor=color, hatch=hatch, lw=0, alpha=0.55)
+            for edge in (low, high):
+                ax_align.plot(steps, edge, color=color, lw=0.6, alpha=0.8)
+            top = max(top, float(high.max()))
+            handles.append(plt.Rectangle((0, 0), 1, 1, facecolor="none", edgecolor=color, hatch=hatch, lw=0.6,
+                                         label="its shuffled band"))
     ax_align.legend(handles=handles, fontsize=7, loc="upper left", ncol=2 if band is not None else 1)
-    ax_align.set(title=f"{prefix}CKA(E − E₀, text signature)", xlabel="step", ylim=(0, 1))
+    # up to the highest curve or band edge, with room for the legend: the margins read here are small
+    ax_align.set(title=f"{prefix}CKA(E − E₀, text signature)", xlabel="step", ylim=(0, min(1.0, 1.4 * top + 0.02)))
 
 
 def lm_figure(result) -> Figure:

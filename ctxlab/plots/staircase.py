@@ -130,16 +130,20 @@ def phase_map_figure(pm) -> Figure:
 
     ``pm`` is a :class:`ctxlab.experiments.PhaseMap`. Diverged cells are grey and marked "div";
     dead runs (they left ln C and ended back on it, :attr:`PhaseMap.dead`) are grey and marked
-    "dead", so that no colour reads them as a rest; cells that never left ln C are marked with "≥"
-    (the rest lasted the whole run).
+    "dead", so that no colour reads them as a rest; a learning rate at which some γ diverged is an
+    unstable column: its other cells are grey too, their numbers kept, and its tick says "unstable" (a
+    run at the edge of stability that ends near ln C is no rest either); cells that never left ln C
+    are marked with "≥" (the rest lasted the whole run).
     """
     import numpy as np
 
     never_left = (pm.wait.isnan() & ~pm.diverged).numpy()
     diverged, dead = pm.diverged.numpy(), pm.dead.numpy()
-    rest = np.where(dead, np.nan, pm.plateau.numpy())
+    unstable = np.broadcast_to(diverged.any(0, keepdims=True), diverged.shape)
+    rest = np.where(dead | unstable, np.nan, pm.plateau.numpy())
+    shown = {"steps": np.where(dead, np.nan, pm.plateau.numpy()), "final": pm.final.numpy()}
     panels = [(f"steps resting on H0 = {pm.levels[0]:.3f} (its dwell)", rest, "viridis", "{:.0f}"),
-              ("final loss (nats)", pm.final.numpy(), "magma_r", "{:.3f}")]
+              ("final loss (nats)", np.where(unstable, np.nan, pm.final.numpy()), "magma_r", "{:.3f}")]
     fig, axes = plt.subplots(1, 2, figsize=(5.2 + 0.9 * len(pm.lrs), 0.6 * len(pm.gammas) + 2.2), squeeze=False)
     for ax, (title, values, cmap_name, fmt) in zip(axes[0], panels):
         cmap = plt.get_cmap(cmap_name).with_extremes(bad="lightgrey")
@@ -152,10 +156,11 @@ def phase_map_figure(pm) -> Figure:
                 elif dead[i, j] and "steps" in title:
                     text = "dead"
                 else:
-                    text = ("≥" if never_left[i, j] and "steps" in title else "") + fmt.format(values[i, j])
-                ax.text(j, i, text, ha="center", va="center", fontsize=8,
+                    value = shown["steps" if "steps" in title else "final"][i, j]
+                    text = ("≥" if never_left[i, j] and "steps" in title else "") + fmt.format(value)
+                ax.text(j, i, text, ha="center", va="center", fontsize=8, color="dimgrey" if unstable[i, j] else "black",
                         bbox={"boxstyle": "round,pad=0.15", "fc": "white", "alpha": 0.6, "lw": 0})
-        ax.set_xticks(range(len(pm.lrs)), [f"{r:g}" for r in pm.lrs])
+        ax.set_xticks(range(len(pm.lrs)), [f"{r:g}\nunstable" if unstable[0, j] else f"{r:g}" for j, r in enumerate(pm.lrs)])
         ax.set_yticks(range(len(pm.gammas)), [f"{g:g}" for g in pm.gammas])
         ax.set_xlabel("learning rate")
         ax.set_ylabel("γ (init exponent)")

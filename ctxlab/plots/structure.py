@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 from ctxlab.plots.signatures import cosine_similarity
 from ctxlab.plots.style import ATTRIBUTE_MARKERS, gamma_colors, label_measured_rests, token_ticks
@@ -87,7 +88,8 @@ def class_cosine_figure(steps, curves: dict, gammas, onsets: dict | None = None)
     """Within-class (solid) and between-class (dashed) cosine over training, every model a line.
 
     ``curves``: panel title -> (within [K, T], between [K, T]); ``gammas``: γ of each model;
-    ``onsets``: γ -> steps to mark with dotted vertical lines (e.g. mean stair onsets).
+    ``onsets``: γ -> steps to mark with dotted vertical lines (the mean stair onsets). The legend sits
+    below the panels, where no curve runs, and names the onset lines too.
     """
     fig, axes = plt.subplots(1, len(curves), figsize=(4.4 * len(curves), 3.4), sharey=True, squeeze=False)
     x = steps.numpy()
@@ -103,8 +105,12 @@ def class_cosine_figure(steps, curves: dict, gammas, onsets: dict | None = None)
         ax.axhline(0, color="lightgrey", lw=0.8, zorder=0)
         ax.set(title=title, xlabel="step")
     axes[0, 0].set_ylabel("mean cosine between tokens")
-    axes[0, 0].legend(fontsize=7, loc="lower left")
-    fig.tight_layout()
+    handles = axes[0, 0].get_legend_handles_labels()[0] + [
+        Line2D([], [], color=gamma_colors(gammas)[g], ls=":", lw=0.9, label=f"γ = {g:g}: loss halfway down a stair (mean onset)")
+        for g in (onsets or {})]
+    rows = -(-len(handles) // 3)
+    fig.tight_layout(rect=(0, 0.03 + 0.055 * rows, 1, 1))  # room for the legend inside the figure (also when saved)
+    fig.legend(handles=handles, loc="lower center", ncol=3, fontsize=7, frameon=False)
     return fig
 
 
