@@ -44,6 +44,7 @@ from ctxlab.checks.lesson06 import splitting_pairs
 from ctxlab.checks.lesson07 import leaves_uniform
 from ctxlab.checks.lesson08 import _corner_problem as corner_problem
 from ctxlab.checks.lesson08 import layernorm_norms_reference, no_plateau_corner_reference
+from ctxlab.checks.lesson08_build import classify_cells_reference, run_label
 from ctxlab.checks.lesson09 import bigram_counts, bigram_table, closest_steps, kl_to_bigram
 from ctxlab.checks.lesson09_build import _names_problem as names_problem
 from ctxlab.checks.lesson09_build import band_margins_reference, leading_signature_reference, margin_variant
@@ -59,7 +60,7 @@ from ctxlab.composition import line_up
 from ctxlab.dataset import Dataset
 from ctxlab.fixed_codes import binary_codes, first_layer_rows
 from ctxlab.learning_times import order_losses, r_squared, token_orders
-from ctxlab.rungs import stair_onsets
+from ctxlab.rungs import measure_rungs, stair_onsets
 from ctxlab.signatures import conditional_entropy, joint, label_signature
 from ctxlab.theory import bag_of_context
 from ctxlab.theory import fit_growth_rate
@@ -264,6 +265,32 @@ def share_with_every_column_a_direction(M, S):
     Mc, Sc = M.double() - M.double().mean(0), S.double() - S.double().mean(0)
     Q, _ = torch.linalg.qr(Sc)
     return float((Q.T @ Mc).pow(2).sum() / Mc.pow(2).sum())
+
+
+def _labels_by(steps, losses, levels, min_rest, label):
+    return [[label(steps, torch.as_tensor(curve, dtype=torch.float64), levels, min_rest) for curve in row]
+            for row in torch.as_tensor(losses)]
+
+
+def cells_dead_on_any_return(steps, losses, levels, min_rest=50):
+    """'dead' for a run that comes back within 0.01 of H0 at any record after leaving it, even if it leaves again."""
+    def label(steps, loss, levels, min_rest):
+        if bool(torch.isfinite(loss).all()):
+            away = (loss - float(levels[0])).abs() > 0.01
+            if bool(away.any()) and not bool(away[int(away.double().argmax()):].all()):
+                return "dead"
+        return run_label(steps, loss, levels, min_rest)
+    return _labels_by(steps, losses, levels, min_rest, label)
+
+
+def cells_rest_on_any_level(steps, losses, levels, min_rest=50):
+    """'rest' when the run rests on any level of the ladder for min_rest steps, not on H0."""
+    def label(steps, loss, levels, min_rest):
+        first = run_label(steps, loss, levels, min_rest)
+        if first != "no rest":
+            return first
+        return "rest" if max(r.dwell for r in measure_rungs(steps, loss, levels).rungs) >= min_rest else first
+    return _labels_by(steps, losses, levels, min_rest, label)
 
 
 def _corner_from(gammas, lrs, kept: Tensor, kept_lrs) -> tuple[float, float]:
@@ -701,6 +728,28 @@ def span_share_oracle(M, S):
     Mc, Sc = M.double() - M.double().mean(0), S.double() - S.double().mean(0)
     fitted = Sc @ torch.linalg.lstsq(Sc, Mc, rcond=1e-6, driver="gelsd").solution
     return float(fitted.pow(2).sum() / Mc.pow(2).sum())
+
+
+def cells_oracle(steps, losses, levels, min_rest=50):
+    """Each cell read as the text says: diverged, dead (back within 0.01 of H0 at the end, farther before),
+    a rest (flat records within 0.01 of H0, their steps summed, at least min_rest), or no rest."""
+    h0, t = float(levels[0]), steps.tolist()
+    out = []
+    for row in torch.as_tensor(losses, dtype=torch.float64).tolist():
+        labels = []
+        for curve in row:
+            if not all(math.isfinite(v) for v in curve):
+                labels.append("diverged")
+                continue
+            near = [abs(v - h0) <= 0.01 for v in curve]
+            if not all(near) and near[-1]:
+                labels.append("dead")
+                continue
+            dwell = sum(t[i + 1] - t[i] for i in range(len(t) - 1) if near[i] and near[i + 1]
+                        and abs(curve[i + 1] - curve[i]) / (t[i + 1] - t[i]) <= 1e-4)
+            labels.append("rest" if dwell >= min_rest else "no rest")
+        out.append(labels)
+    return out
 
 
 def corner_oracle(gammas, lrs, plateau):
@@ -1236,6 +1285,9 @@ SPECS = {
         lambda g, w: corner_problem(g, w) is None, corner_oracle,
         {"only all-NaN columns dropped": corner_dropping_only_all_nan_columns,
          "diverged γ rows dropped instead": corner_dropping_rows}),
+    "check_08_classify_cells": Spec(
+        checks.check_08_classify_cells, S.phase_cells(), classify_cells_reference, lambda g, w: g == w, cells_oracle,
+        {"dead on any return to H0": cells_dead_on_any_return, "a rest on any level": cells_rest_on_any_level}),
     "check_08_layernorm_norms": Spec(
         checks.check_08_layernorm_norms, S.layernorm_tables(), layernorm_norms_reference, _tensors(1e-3), layernorm_oracle,
         {"the normalised row's RMS, not its norm": layernorm_rms,

@@ -193,6 +193,37 @@ def loss_curves(draw) -> tuple:
 
 
 @st.composite
+def phase_cells(draw) -> tuple:
+    """(steps [T], losses [G, R, T], levels, min_rest) for set 08's cell labels: a G x R grid (1 to 3 each) of
+    runs on one step grid, each made of 1 to 4 stretches: on H0 (or 0.004 to 0.009 off it), on a lower
+    level, above H0, or in between, each flat or drifting; some runs go back to H0 after leaving it,
+    some end there, a few hold a NaN or an infinite loss; min_rest from 5 to 50 steps. No record lies
+    exactly 0.01 from H0 and no interval exactly at the flatness limit (the text decides neither)."""
+    levels, T = draw(ladders()), draw(st.integers(3, 16))
+    G, R = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    steps = draw(step_grids(T))
+    losses = torch.empty(G, R, T, dtype=torch.float64)
+    for i in range(G):
+        for j in range(R):
+            cuts = sorted(set(draw(st.lists(st.integers(1, T - 1), max_size=3))))
+            for start, end in zip([0, *cuts], [*cuts, T]):
+                kind = draw(st.sampled_from(("h0", "h0", "level", "above", "between")))
+                value = {"h0": levels[0] + draw(st.sampled_from((0.0, 0.004, -0.004, 0.009, -0.009))),
+                         "level": draw(st.sampled_from(levels[1:])), "above": levels[0] + draw(st.sampled_from((0.05, 0.3))),
+                         "between": (levels[0] + levels[-1]) / 2}[kind]
+                drift = draw(st.sampled_from((0.0, 0.0, 3e-5, -2e-4, 1e-3)))
+                losses[i, j, start:end] = value + drift * (steps[start:end] - steps[start]).double()
+            if draw(st.integers(0, 7)) == 0:
+                losses[i, j, draw(st.integers(0, T - 1))] = draw(st.sampled_from((math.nan, math.inf)))
+    finite = losses[torch.isfinite(losses)]
+    assume(float(((finite - levels[0]).abs() - TOL).abs().min()) > 1e-9)
+    slopes = losses.diff(dim=-1).abs() / steps.diff().double()
+    finite_slopes = slopes[torch.isfinite(slopes)]
+    assume(finite_slopes.numel() == 0 or float((finite_slopes - TOL / 100).abs().min()) > 1e-12)
+    return steps, losses, levels, draw(st.sampled_from((5, 10, 25, 50)))
+
+
+@st.composite
 def wait_ensembles(draw) -> tuple:
     """(steps, losses [K, T], gammas [K], levels): 1 to 4 values of γ with 1 to 4 seeds each (unequal
     counts), runs in any order; a run rests just above the first midpoint until its onset (or never
