@@ -38,11 +38,6 @@ def _text() -> tuple[Tensor, int, Tensor]:
     return tokens, V, bigram_table(tokens, V, 0.1)
 
 
-def _windows(tokens: Tensor, n: int, length: int, seed: int) -> Tensor:
-    g = torch.Generator().manual_seed(seed)
-    return tokens[torch.randint(0, len(tokens) - length, (n,), generator=g)[:, None] + torch.arange(length)]
-
-
 def _model(run: TinyRun, V: int):
     from ctxlab.lm import TinyGPT
 
@@ -94,12 +89,14 @@ def check_09_kl_over_training(fn: Callable[..., tuple]) -> None:
     place by Adam (lr 1e-2) on 32 random windows a step, its KL to the bigram table on x_eval recorded at step
     0, after every every-th update and after the last."""
     name = "check_09_kl_over_training"
+    from ctxlab.lm import random_windows
+
     tokens, V, table = _text()
     for run in _runs():
         where = f"{name}, {'hidden' if run.hidden else 'visible'} case '{run.label}'"
         model = _model(run, V)
         start = copy.deepcopy(model)
-        x_eval = _windows(tokens, 32, run.context, 100 + run.seed)
+        x_eval = random_windows(tokens, 32, run.context, torch.Generator().manual_seed(100 + run.seed))[:, :-1]
         before = kls_of(start, table, x_eval)
         try:
             answer = fn(model, tokens, table, x_eval, run.steps, run.every, run.seed)
