@@ -50,6 +50,7 @@ from ctxlab.checks.lesson09_build import _names_problem as names_problem
 from ctxlab.checks.lesson09_build import band_margins_reference, leading_signature_reference, margin_variant
 from ctxlab.checks.lesson10 import bin_cka, signature_from_counts
 from ctxlab.checks.lesson10_build import frequency_report_reference, report_differs
+from ctxlab.checks.lesson10_reading import read_report_reference
 from ctxlab.checks.lesson11 import _same_table as same_table
 from ctxlab.checks.lesson11 import finishing_order
 from ctxlab.checks.lesson13 import classes_of, knn_overlap, same_partition, shared_count
@@ -1207,6 +1208,34 @@ def report_unseen_ids_dropped(tokens, V, E, bin_size, n_shuffles, seed):
     return contract_10.learner_report(remap[tokens], len(keep), E[keep], bin_size, n_shuffles, seed)
 
 
+def verdict_second_bin_as_rarest(report, z):
+    """The end bins taken as bins 0 and 1 (the same as the first and last for two bins only)."""
+    return contract_10.learner_verdict({k: v[:2] for k, v in report.items()}, z)
+
+
+def verdict_signature_when_reliability_falls(report, z):
+    """'signature' whenever the reliability falls at all, whatever the excess does."""
+    verdict = contract_10.learner_verdict(report, z)
+    rel = report["reliability"].double()
+    return "signature" if verdict == "model" and bool(rel[-1] < rel[0]) else verdict
+
+
+def verdict_chance_against_mean_spread(report, z):
+    """Beyond chance judged against z times the spread averaged over all bins."""
+    mean = report["spread"].double().mean()
+    return contract_10.learner_verdict({**report, "spread": torch.full_like(report["spread"].double(), float(mean))}, z)
+
+
+def verdict_first_bin_only_for_chance(report, z):
+    """Only the most frequent bin tested for chance."""
+    ex, sp, rel = (report[k].double() for k in ("excess", "spread", "reliability"))
+    if bool(ex[0] <= z * sp[0]):
+        return "chance"
+    if bool(ex[-1] >= ex[0]):
+        return "flat"
+    return "signature" if float(rel[-1] / rel[0]) <= float(ex[-1] / ex[0]) else "model"
+
+
 @dataclass(frozen=True)
 class Spec:
     check: Callable
@@ -1328,6 +1357,12 @@ SPECS = {
          "each half ranked by its own counts": report_halves_ranked_on_their_own,
          "the real score counted as a shuffle": report_identity_first,
          "ids that never occur left out": report_unseen_ids_dropped}),
+    "check_10_read_report": Spec(
+        checks.check_10_read_report, S.reading_inputs(), read_report_reference, lambda g, w: g == w, contract_10.learner_verdict,
+        {"the second bin taken as the rarest": verdict_second_bin_as_rarest,
+         "signature whenever the reliability falls": verdict_signature_when_reliability_falls,
+         "chance against the mean spread": verdict_chance_against_mean_spread,
+         "only the most frequent bin tested for chance": verdict_first_bin_only_for_chance}),
     "check_11_signature_table": Spec(
         checks.check_11_signature_table, S.signature_tables(), signature_embedding, lambda g, w: same_table(
             as_tensor(g), torch.as_tensor(w)) and abs(float(as_tensor(g).double().norm()) - float(w.norm())) <= 1e-3 * float(w.norm()),

@@ -44,6 +44,7 @@ _EXPORTS = {
     "lesson09_together": ("check_09_kl_over_training",),
     "lesson10": ("check_10_bigram_signature", "check_10_bin_alignment"),
     "lesson10_build": ("check_10_frequency_report",),
+    "lesson10_reading": ("check_10_read_report",),
     "lesson11": ("check_11_finishing_order", "check_11_signature_table"),
     "lesson11_build": ("check_11_rank_matched_control", "check_11_signature_vs_control"),
     "lesson12": ("check_12_held_out_accuracy", "check_12_line_up"),

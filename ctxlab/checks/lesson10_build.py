@@ -83,7 +83,8 @@ def report_variant(tokens: Tensor, V: int, E: Tensor, bin_size: int, n_shuffles:
     return {k: torch.tensor(v, dtype=torch.float64) for k, v in out.items()}
 
 
-def _text(n: int) -> tuple[Tensor, int]:
+def shakespeare_tokens(n: int) -> tuple[Tensor, int]:
+    """The first n characters of the shipped Shakespeare, as character ids, and the vocabulary size."""
     from ctxlab.corpus import CharTokenizer, load_text
 
     text = load_text("shakespeare", max_chars=n).text
@@ -106,8 +107,8 @@ def _randn(seed: int, *shape: int, dtype=torch.float64) -> Tensor:
 @cache
 def _inputs() -> tuple[tuple[str, tuple, bool, str], ...]:
     """(label, (tokens, V, E, bin_size, n_shuffles, seed), hidden, what the report must show)."""
-    text, V = _text(20_000)
-    short, V_short = _text(3_001)  # odd length: the halves are 1500 and 1501 tokens
+    text, V = shakespeare_tokens(20_000)
+    short, V_short = shakespeare_tokens(3_001)  # odd length: the halves are 1500 and 1501 tokens
     ties = torch.tensor([0, 1, 2, 3, 4, 5] * 30 + [6, 7, 6, 7, 8, 8] * 5)  # counts 30 x6, 10 x3, 0 x3: ties across bin edges
     random = torch.randint(0, 12, (500,), generator=torch.Generator().manual_seed(4))
     return (

@@ -1,11 +1,12 @@
 # %% [markdown]
 # # Exercises 10 — Probing a pretrained model
 #
-# Three exercises on lesson 10. Fill in each `# YOUR CODE HERE`, then run the check cell below it:
-# it prints `PASS check_10_…` or stops with a hint that says which case failed and how. The checks
-# also try *hidden* cases (other streams, other vocabularies, other embeddings), and none of them
-# needs the pretrained model: you can do these exercises without installing it. Grade the whole
-# notebook from a terminal with
+# Three exercises on lesson 10 and a last one that reads their report. Fill in each
+# `# YOUR CODE HERE`, then run the check cell below it: it prints `PASS check_10_…` or stops with a
+# hint that says which case failed and how. The checks also try *hidden* cases (other streams,
+# other vocabularies, other embeddings, other reports), and none of them needs the pretrained
+# model: you can do these exercises without installing it. Grade the whole notebook from a terminal
+# with
 #
 # ```bash
 # ctxlab grade exercises/10_pretrained.ipynb
@@ -16,6 +17,7 @@
 # | 1 | the bigram signature from counts | ★★☆ | 10 min |
 # | 2 | alignment inside a frequency bin | ★★☆ | 10 min |
 # | 3 | build: the lesson's frequency report, from a stream alone | ★★★ | 30 min |
+# | – | putting them together: defend a reading | ★★☆ | 15 min |
 #
 # Use torch and `ctxlab.align.cka`; `ctxlab.signatures.bigram_signature` is what the first check
 # compares with, so don't call it there, and exercise 3 builds on your own two functions, not on
@@ -218,30 +220,94 @@ def frequency_report(tokens: torch.Tensor, V: int, E: torch.Tensor, bin_size: in
 ctxlab.checks.check_10_frequency_report(frequency_report)
 
 # %% [markdown]
-# ## Putting them together
+# ## Putting them together — defend a reading (★★☆, 15 min)
 #
-# With the report you can redo the lesson's frequency analysis on any embedding. Here: a
-# character-level embedding that *is* a noisy copy of the signature, noisier for rarer characters
-# (the check's own noisy copy), against one drawn at random. Read each bin's excess next to its
-# spread, and its decline next to the reliability's.
+# The lesson's report shows the rarest bin aligned less than the most frequent. Before that fall
+# says anything about how the model learned, two simpler causes must be ruled out. *Chance*: a bin
+# whose excess is within a few spreads of its shuffles says nothing. *The statistic*: rare tokens'
+# signatures are counted from fewer pairs and agree less with themselves; when the split-half
+# reliability falls by at least the fraction the excess falls by, a noisier signature explains the
+# fall with no help from the model.
+#
+# Write `read_report(report, z)` returning one of four strings for a report of exercise 3 (its
+# first bin the most frequent, its last the rarest; every reliability positive, z > 0), asking in
+# this order:
+#
+# 1. `"chance"` when the first or the last bin is not beyond chance: its excess is not more than z
+#    times its spread;
+# 2. `"flat"` when the last bin's excess is not below the first's: there is no fall to explain;
+# 3. `"signature"` when the reliability falls by at least the excess's fraction: last over first,
+#    reliability[−1] / reliability[0] ≤ excess[−1] / excess[0];
+# 4. `"model"` otherwise: a fall larger than chance and larger than the signature's own noise.
+#
+# The check compares your verdict with the reference's on four embeddings of the text (the report
+# of each, z = 3) and on reports it builds: ties exactly on each boundary, a middle bin within
+# chance, one bin, float32.
+#
+# <details><summary>Hint 1: the idea</summary>
+#
+# Each question rules out one explanation that is cheaper than "the model aligned rare tokens less".
+# The order matters: a fall is only worth explaining if it is real (beyond chance) and if it
+# happened at all.
+# </details>
+#
+# <details><summary>Hint 2: the approach</summary>
+#
+# Read three tensors from the report: excess, spread, reliability. Look only at the first and last
+# entries. Turn each numbered rule into one comparison and return at the first that holds.
+# </details>
+#
+# <details><summary>Hint 3: the pitfalls</summary>
+#
+# "Beyond chance" is measured in each bin's own spreads, not against z itself, and a bin exactly at z
+# spreads is not beyond it. The middle bins do not take part. Equal excesses are flat. The
+# comparison of rule 3 is of fractions (ratios), not of differences, and an exact tie counts as the
+# signature's. The raw CKA is not the excess: its baseline moves from bin to bin.
+# </details>
 
-# %% tags=["exercise"]
-# Once the checks pass, e.g.:
-# from ctxlab.checks.lesson10_build import noisy_copy
-# copy = frequency_report(tokens, V, noisy_copy(tokens, V), 20, 20, 0)
-# ...
+# %%
+def read_report(report: dict[str, torch.Tensor], z: float) -> str:
+    """'chance', 'flat', 'signature' or 'model': what the fall of the excess with rarity can be read as."""
+    ### BEGIN SOLUTION
+    excess, spread, reliability = (report[key].double() for key in ("excess", "spread", "reliability"))
+    if excess[0] <= z * spread[0] or excess[-1] <= z * spread[-1]:
+        return "chance"
+    if excess[-1] >= excess[0]:
+        return "flat"
+    if reliability[-1] * excess[0] <= excess[-1] * reliability[0]:
+        return "signature"
+    return "model"
+    ### END SOLUTION
 
-# %% tags=["solution"]
-from ctxlab.checks.lesson10_build import noisy_copy
 
-unrelated = torch.randn(V, 16, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
-for name, E in (("noisy copy", noisy_copy(tokens, V)), ("random", unrelated)):
-    report = frequency_report(tokens, V, E, 20, 20, 0)
-    print(f"{name:>10}: excess {[round(x, 2) for x in report['excess'].tolist()]}, "
-          f"in spreads {[round(x, 1) for x in (report['excess'] / report['spread']).tolist()]}, "
-          f"reliability {[round(x, 2) for x in report['reliability'].tolist()]}")
+# %% tags=["check"]
+ctxlab.checks.check_10_read_report(read_report)
 
 # %% [markdown]
-# **Think.** In the lesson, the rarest bin of MiniLM's tokens aligned least. Name two reasons that
-# have nothing to do with how the model was trained. Which column of your report speaks to one of
-# them?
+# Now read the four embeddings of the text that the check reads: the set's noisy copy of the
+# signature (noisier for rarer characters), the signature of the text's first half and of its last
+# three quarters (each mapped into 16 dimensions), and a table drawn at random.
+
+# %% tags=["exercise"]
+# Once both checks pass, e.g.:
+# from ctxlab.checks.lesson10_reading import reading_embeddings
+# for name, E in reading_embeddings(tokens, V).items():
+#     report = frequency_report(tokens, V, E, 20, 20, 0)
+#     print(f"{name:>22}: {read_report(report, 3.0)}")
+
+# %% tags=["solution"]
+from ctxlab.checks.lesson10_reading import reading_embeddings
+
+for name, E in reading_embeddings(tokens, V).items():
+    report = frequency_report(tokens, V, E, 20, 20, 0)
+    print(f"{name:>22}: {read_report(report, 3.0):9s} excess in spreads "
+          f"{[round(x, 1) for x in (report['excess'] / report['spread']).tolist()]}, excess last/first "
+          f"{float(report['excess'][-1] / report['excess'][0]):.2f}, reliability last/first "
+          f"{float(report['reliability'][-1] / report['reliability'][0]):.2f}")
+
+# %% [markdown]
+# **Think.** The first half's signature is the text's own statistic, counted on half of it: no
+# model made it, and its excess falls with rarity only because rare characters are counted from
+# fewer pairs. The verdict says so. But "signature" does not clear a model either; it says that one
+# text cannot tell the two causes apart. What would you need, beyond one text, to read MiniLM's
+# rarest bin as the model's doing?

@@ -9,6 +9,7 @@ from ctxlab import checks
 from ctxlab.align import cka, rsa
 from ctxlab.checks.lesson10 import bin_cka, signature_from_counts
 from ctxlab.checks.lesson10_build import frequency_report_reference
+from ctxlab.checks.lesson10_reading import read_report_reference
 
 
 def pair_counts(tokens, V):
@@ -138,6 +139,67 @@ CONTRACT += [
             "reliability against the whole stream": "first half", "halves as every other token": "cut in the middle",
             "RSA for CKA": "not RSA", "scored over all tokens": "restrict", "only the real CKA per bin": "exactly the keys",
             "bin i seeded with seed + i": "seed plus the bin's number",
+        },
+    ),
+]
+
+
+# --- putting them together: the reading of a report, as a learner writes it with one mistake ------------------
+
+
+def learner_verdict(report, z, *, in_spreads=True, tie_beyond=False, bins="ends", tie_flat=True, order="cfs",
+                    drops="ratio", tie_signature=True, column="excess", flat_in_spreads=False):
+    ex, sp, rel = report[column].double(), report["spread"].double(), report["reliability"].double()
+    first, last = (int(ex.argmax()), int(ex.argmin())) if bins == "extremes" else (0, -1)
+    look = {"ends": [first, last], "every bin": range(len(ex)), "rarest only": [last], "extremes": [first, last]}[bins]
+    scale = [z * float(sp[i]) if in_spreads else z for i in look]
+    chance = any((ex[i] < s) if tie_beyond else (ex[i] <= s) for i, s in zip(look, scale))
+    a, b = (ex[first] / sp[first], ex[last] / sp[last]) if flat_in_spreads else (ex[first], ex[last])
+    flat = bool(b >= a) if tie_flat else bool(b > a)
+    if drops == "ratio":
+        r_rel, r_ex = float(rel[last] / rel[first]), float(ex[last] / ex[first])
+        signature = r_rel <= r_ex if tie_signature else r_rel < r_ex
+    else:
+        signature = float(rel[first] - rel[last]) >= float(ex[first] - ex[last])
+    answers = {"c": ("chance", chance), "f": ("flat", flat), "s": ("signature", signature)}
+    for key in order:
+        name, holds = answers[key]
+        if holds:
+            return name
+    return "model"
+
+
+def verdict_with(**mistake):
+    return lambda report, z: learner_verdict(report, z, **mistake)
+
+
+CONTRACT += [
+    Contract(
+        checks.check_10_read_report,
+        reference=read_report_reference,
+        wrong={
+            "compared with z, not z spreads": verdict_with(in_spreads=False),
+            "exactly z spreads counted as beyond chance": verdict_with(tie_beyond=True),
+            "every bin must be beyond chance": verdict_with(bins="every bin"),
+            "only the rarest bin tested for chance": verdict_with(bins="rarest only"),
+            "equal excesses read as a fall": verdict_with(tie_flat=False),
+            "signature asked before flat": verdict_with(order="csf"),
+            "flat asked before chance": verdict_with(order="fcs"),
+            "differences instead of fractions": verdict_with(drops="difference"),
+            "a fraction tie read as the model's": verdict_with(tie_signature=False),
+            "highest and lowest bins instead of the ends": verdict_with(bins="extremes"),
+            "raw CKA instead of the excess": verdict_with(column="cka"),
+            "flat judged in spreads": verdict_with(flat_in_spreads=True),
+            "capitalised verdicts": lambda report, z: read_report_reference(report, z).capitalize(),
+        },
+        hints={
+            "compared with z, not z spreads": "ITS spread", "exactly z spreads counted as beyond chance": "MORE than z",
+            "every bin must be beyond chance": "middle bin", "only the rarest bin tested for chance": "most frequent bin must",
+            "equal excesses read as a fall": "has not fallen", "signature asked before flat": "ask in order",
+            "flat asked before chance": "chance comes first", "differences instead of fractions": "FRACTIONS",
+            "a fraction tie read as the model's": "exactly the excess's fraction",
+            "highest and lowest bins instead of the ends": "not the highest", "raw CKA instead of the excess": "raw CKA",
+            "capitalised verdicts": "one of the strings",
         },
     ),
 ]

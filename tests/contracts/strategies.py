@@ -876,3 +876,29 @@ def report_inputs(draw) -> tuple:
     E = torch.randn(V, d, generator=g, dtype=draw(st.sampled_from((torch.float32, torch.float64))))
     assume(bool((E.double().var(0) > 0).all()))
     return tokens, V, E, draw(st.integers(3, V)), draw(st.integers(2, 25)), draw(st.integers(0, 50))
+
+
+@st.composite
+def reading_inputs(draw) -> tuple:
+    """(report, z) for set 10's reading: 1-6 bins on a 1/64 grid (so that every way of comparing decides a tie
+    alike), excesses some spreads either side of z, positive reliabilities, exact ties between the end bins
+    (equal excesses, equal fractions), float32 or float64."""
+    B = draw(st.integers(1, 6))
+    z = draw(st.sampled_from((0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0)))
+    spread = torch.tensor(draw(st.lists(st.integers(1, 8), min_size=B, max_size=B)), dtype=torch.float64) / 64
+    offsets = draw(st.lists(st.integers(-3, 8), min_size=B, max_size=B))
+    if draw(st.booleans()):  # both ends beyond chance, so that the later questions are asked
+        offsets[0], offsets[-1] = draw(st.integers(1, 8)), draw(st.integers(1, 8))
+    excess = spread * (z + torch.tensor(offsets, dtype=torch.float64) / 2)
+    if draw(st.booleans()) and bool(excess[-1] > excess[0]):  # the excess falls with rarity
+        excess[0], excess[-1], spread[0], spread[-1] = excess[-1].item(), excess[0].item(), spread[-1].item(), spread[0].item()
+    reliability = torch.tensor(draw(st.lists(st.integers(1, 64), min_size=B, max_size=B)), dtype=torch.float64) / 64
+    baseline = torch.tensor(draw(st.lists(st.integers(0, 32), min_size=B, max_size=B)), dtype=torch.float64) / 64
+    tie = draw(st.sampled_from(("none", "flat", "fraction")))
+    if tie == "flat":
+        excess[-1] = excess[0]
+    if tie == "fraction" and bool((excess[[0, -1]] > 0).all()) and bool((excess[[0, -1]] <= 0.5).all()):
+        reliability[[0, -1]] = 2 * excess[[0, -1]]
+    dtype = draw(st.sampled_from((torch.float32, torch.float64)))
+    report = {"cka": baseline + excess, "baseline": baseline, "spread": spread, "excess": excess, "reliability": reliability}
+    return {k: v.to(dtype) for k, v in report.items()}, z
