@@ -18,7 +18,7 @@
 # | 2 | KL from the model to the bigram predictor | ★★☆ | 10 min |
 # | 3 | the step where the model is closest | ★☆☆ | 5 min |
 # | – | putting them together: the KL over training | ★★☆ | 15 min |
-# | 4 | build it: the alignment order under SGD and under Adam (4a–4c) | ★★★ | 35 min |
+# | 4 | build it: the alignment order under SGD and under Adam (4a–4c) | ★★★ | 30 min |
 
 # %%
 import torch
@@ -266,7 +266,7 @@ print("closest at step", int(closest_step(recorded, kls)[0]))
 
 
 # %% [markdown]
-# ## Exercise 4 — build it: the alignment order under SGD and under Adam (★★★, 35 min)
+# ## Exercise 4 — build it: the alignment order under SGD and under Adam (★★★, 30 min)
 #
 # Lesson 09 read the alignment of the embedding's displacement E − E₀ with two text signatures, the
 # bigram signature and the trigram increment, against each one's shuffled band, and found that the
@@ -393,7 +393,7 @@ def leading_signature(steps: torch.Tensor, margins: dict, from_step: float, by: 
 ctxlab.checks.check_09_leading_signature(leading_signature)
 
 # %% [markdown]
-# ### 4c — SGD against Adam (10 min)
+# ### 4c — SGD against Adam (5 min)
 #
 # Write `alignment_leaders(run, signatures, perms, from_step, by)`: `run` is a recorded run (a
 # `ctxlab.train.Trajectory`: `run.steps` [T], `run.embeddings` [K, T, V, d]) and `signatures` maps
