@@ -158,3 +158,18 @@ def test_sub_level_growth_names_bad_input(task, kwargs, message):
 
     with pytest.raises(ValueError, match=message):
         sub_level_growth(task, steps=10, **kwargs)
+
+
+def test_a_plateau_the_restricted_flow_cannot_reach_in_its_budget_is_noted(tmp_path, capsys, monkeypatch):
+    """A flow that gives up short of its level (MAX_STEPS, here 50) says so, in the prediction, the command's
+    output and its JSON; the small task's flows all reach their levels."""
+    import ctxlab.theory.plateaus as plateaus
+
+    assert predict_staircase(hierarchy_task(**SMALL), [1.0], [0], d=16, hidden=32, progress=False).stalls == []
+    monkeypatch.setattr(plateaus, "MAX_STEPS", 50)
+    out = tmp_path / "p.json"
+    assert main(["predict", "--values", "2", "--block", "4", "--mix", "0.5", "0.5", "--gammas", "1", "--seeds", "1",
+                 "--width", "16", "--no-progress", "--out", str(tmp_path), "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "note: the restricted flow did not come within 1e-3 of H(Y | x1, x2) = 0.3466 in 50 steps" in printed
+    assert any("in 50 steps" in note for note in json.loads(out.read_text())["stalls"])

@@ -77,7 +77,7 @@ def prediction_json(prediction: StaircasePrediction, result: StaircaseResult | N
                 "steps": None if result is None else result.trajectory.config["steps"]}
     return {"task": {"name": task.name, "values": task.n_labels, "block": task.info["block"],
                      "mix": list(task.info["mix"]), "description": task.description},
-            "training": training, "runs": runs}
+            "training": training, "runs": runs, "stalls": prediction.stalls}
 
 
 # --- the command line's `ctxlab predict` ---
@@ -105,6 +105,8 @@ def predict_command(args) -> int:
     prediction = predict_staircase(task, args.gammas, list(range(args.seeds)), lr=lr, d=args.width, hidden=hidden,
                                    progress=not args.no_progress)
     print(f"predicted in {time.perf_counter() - start:.1f} s (no training)")
+    for note in prediction.stalls:
+        print(f"note: {note}")
     result = None
     if args.train:
         result = staircase(args.gammas, list(range(args.seeds)), steps=args.steps or training_steps(prediction),

@@ -16,7 +16,9 @@ The prediction follows the small-init gradient flow stair by stair:
 * **Approximated**: the plateau state. It is the end of the linear path relaxed by the GELU network
   restricted to the positions already learned; each later plateau adds the modes just learned and
   relaxes again. m_mid, the mode size at which the loss is halfway down, comes from the loss along
-  the mode (a line search on that plateau state). Nothing is fitted to training runs.
+  the mode (a line search on that plateau state). Nothing is fitted to training runs. A restricted flow
+  that has not come within 1e-3 of its level after ``plateaus.MAX_STEPS`` steps (one creeping in at the
+  edge of stability, as on a five-valued task) stops there, and ``StaircasePrediction.stalls`` says so.
 
 Over Z_n with n >= 3 an order has n - 1 modes. The strongest comes first and leaves the loss on a
 sub-level: for order 1 the best rank-1 order-1 model (the modes are degenerate; init picks one),
@@ -172,6 +174,7 @@ class StaircasePrediction:
     steps: Tensor
     curves: Tensor
     stairs: list[dict]
+    stalls: list[str]  # each plateau whose restricted flow gave up short of its level, and by how much
 
     @property
     def levels(self) -> list[float]:
@@ -252,7 +255,19 @@ def predict_staircase(task, gammas=(1.0,), seeds=(0,), lr: float = 1.0, d: int =
         below = path < (a + b) / 2
         onsets.append(torch.where(below.any(1), below.double().argmax(1).double(), torch.tensor(float("nan"))))
     drops, stairs = [], []  # drops: (onset [K], rate [K], depth) of every later mode
-    E, W1, W2 = relax(E, W1, W2, prefix_data(data, 1), [0], levels[1], lr)
+    stalls: list[str] = []
+
+    def plateau(E, W1, W2, seen, positions, name, level):
+        """The restricted flow's plateau state on ``level``; a flow that gave up short of it is noted."""
+        E, W1, W2, path = relax(E, W1, W2, seen, positions, level, lr, progress=progress, desc=f"plateau {name}")
+        short = [f"γ={gam:g} seed {sd}: {float(low - level):.4f} above" for gam, sd, low in zip(g, s, path.min(1).values)
+                 if low - level >= 1e-3]
+        if short:
+            stalls.append(f"the restricted flow did not come within 1e-3 of {name} = {level:.4f} in {path.shape[1]} "
+                          f"steps ({'; '.join(short)}); what follows starts from where it stopped")
+        return E, W1, W2
+
+    E, W1, W2 = plateau(E, W1, W2, prefix_data(data, 1), [0], _order_name(1), levels[1])
 
     for k in range(2, L + 1):  # order k enters at position k - 1
         position, seen = k - 1, prefix_data(data, k)
@@ -264,14 +279,14 @@ def predict_staircase(task, gammas=(1.0,), seeds=(0,), lr: float = 1.0, d: int =
             sub, on_sub = mode_level(data, position, tied_pattern(mode.tokens[0], tokens))
             rungs.append((f"{_order_name(k)} at rank 1", sub, k, True))
             plan.append((mode, levels[k - 1] - sub))
-            E, W1, W2 = relax(E, W1, W2, seen, range(k), sub, lr)  # the sub-level, by the restricted flow
+            E, W1, W2 = plateau(E, W1, W2, seen, range(k), rungs[-1][0], sub)  # the sub-level, by the restricted flow
             left = seen.targets().double() - on_sub  # what the sub-level leaves for the weaker mode
             which = drive_modes(drive(E, W1, W2, seen, position, left), tokens, 1)[0]
             plan.append((which, sub - levels[k]))
         else:
             plan.append((mode, levels[k - 1] - levels[k]))
         rungs.append((_order_name(k), levels[k], k, False))
-        E, W1, W2 = relax(E, W1, W2, seen, range(k), levels[k], lr)  # the next plateau, by the restricted flow
+        E, W1, W2 = plateau(E, W1, W2, seen, range(k), _order_name(k), levels[k])  # the next plateau, by the restricted flow
         for i, (mode, depth) in enumerate(plan):
             start = growing_size(E0, W1_0[:, position], mode)
             rate = 2 * torch.log1p(lr * mode.strength)
@@ -283,4 +298,4 @@ def predict_staircase(task, gammas=(1.0,), seeds=(0,), lr: float = 1.0, d: int =
             clock = onset  # the weaker mode grows once the stronger one is in
 
     t, curves, out = _predicted_curves(path, drops, onsets, rungs, steps)
-    return StaircasePrediction(task, g, s, float(lr), d, hidden, out, t.long(), curves, stairs)
+    return StaircasePrediction(task, g, s, float(lr), d, hidden, out, t.long(), curves, stairs, stalls)
