@@ -32,7 +32,7 @@ from ctxlab.theory.predict import predict_staircase
 
 GAMMAS, SEEDS, TOLERANCE = (1.0, 1.25, 1.5), (0, 1, 2), 0.25
 REPORT = Path(__file__).parents[1] / "ctxlab" / "data" / "staircase_prediction.json"  # lesson 17 reads it
-UNTUNED_REPORT = Path(__file__).parent / "results" / "staircase_prediction_untuned.json"
+UNTUNED_REPORT = REPORT.with_name("staircase_prediction_untuned.json")  # lesson 17 reads it too
 SETTINGS = {
     "headline": dict(task=dict(n_values=2, block=8, mix=(0.4, 0.3, 0.3)), lr=1.0, d=32, hidden=128),
     "4 orders": dict(task=dict(n_values=2, block=6, mix=(0.25, 0.25, 0.25, 0.25)), lr=0.5, d=32, hidden=128),

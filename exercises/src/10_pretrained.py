@@ -224,7 +224,7 @@ ctxlab.checks.check_10_frequency_report(frequency_report)
 #
 # The lesson's report shows the rarest bin aligned less than the most frequent. Before that fall
 # says anything about how the model learned, two simpler causes must be ruled out. *Chance*: a bin
-# whose excess is within a few spreads of its shuffles says nothing. *The statistic*: rare tokens'
+# whose excess is not more than a few spreads above its shuffles says nothing. *The statistic*: rare tokens'
 # signatures are counted from fewer pairs and agree less with themselves; when the split-half
 # reliability falls by at least the fraction the excess falls by, a noisier signature explains the
 # fall with no help from the model.
@@ -237,7 +237,7 @@ ctxlab.checks.check_10_frequency_report(frequency_report)
 #    times its spread;
 # 2. `"flat"` when the last bin's excess is not below the first's: there is no fall to explain;
 # 3. `"signature"` when the reliability falls by at least the excess's fraction: last over first,
-#    reliability[−1] / reliability[0] ≤ excess[−1] / excess[0];
+#    `reliability[-1] / reliability[0] <= excess[-1] / excess[0]`;
 # 4. `"model"` otherwise: a fall larger than chance and larger than the signature's own noise.
 #
 # The check compares your verdict with the reference's on four embeddings of the text (the report
@@ -259,8 +259,8 @@ ctxlab.checks.check_10_frequency_report(frequency_report)
 #
 # <details><summary>Hint 3: the pitfalls</summary>
 #
-# "Beyond chance" is measured in each bin's own spreads, not against z itself, and a bin exactly at z
-# spreads is not beyond it. The middle bins do not take part. Equal excesses are flat. The
+# "Beyond chance" is measured in each bin's own spreads, not against z itself; a bin exactly at z
+# spreads is not beyond it, and neither is one far below its shuffles. The middle bins do not take part. Equal excesses are flat. The
 # comparison of rule 3 is of fractions (ratios), not of differences, and an exact tie counts as the
 # signature's. The raw CKA is not the excess: its baseline moves from bin to bin.
 # </details>
@@ -308,6 +308,8 @@ for name, E in reading_embeddings(tokens, V).items():
 # %% [markdown]
 # **Think.** The first half's signature is the text's own statistic, counted on half of it: no
 # model made it, and its excess falls with rarity only because rare characters are counted from
-# fewer pairs. The verdict says so. But "signature" does not clear a model either; it says that one
-# text cannot tell the two causes apart. What would you need, beyond one text, to read MiniLM's
+# fewer pairs. The verdict says so. The noisy copy reads "model" though nothing learned it: its
+# noise was put in by rank, so "model" means "the embedding itself", not how it was trained. (The
+# reliability falls to 0.75 in all four reports: it depends on the text alone.) And "signature" does
+# not clear a model either; it says that one text cannot tell the two causes apart. What would you need, beyond one text, to read MiniLM's
 # rarest bin as the model's doing?

@@ -191,6 +191,8 @@ CONTRACT += [
             "raw CKA instead of the excess": verdict_with(column="cka"),
             "flat judged in spreads": verdict_with(flat_in_spreads=True),
             "capitalised verdicts": lambda report, z: read_report_reference(report, z).capitalize(),
+            "chance judged on the excess's size": lambda report, z: read_report_reference(
+                {**report, "excess": report["excess"].abs(), "cka": report["baseline"] + report["excess"].abs()}, z),
         },
         hints={
             "compared with z, not z spreads": "ITS spread", "exactly z spreads counted as beyond chance": "MORE than z",
@@ -199,7 +201,7 @@ CONTRACT += [
             "flat asked before chance": "chance comes first", "differences instead of fractions": "FRACTIONS",
             "a fraction tie read as the model's": "exactly the excess's fraction",
             "highest and lowest bins instead of the ends": "not the highest", "raw CKA instead of the excess": "raw CKA",
-            "capitalised verdicts": "one of the strings",
+            "capitalised verdicts": "one of the strings", "chance judged on the excess's size": "BELOW its shuffles",
         },
     ),
 ]

@@ -881,13 +881,13 @@ def report_inputs(draw) -> tuple:
 @st.composite
 def reading_inputs(draw) -> tuple:
     """(report, z) for set 10's reading: 1-6 bins on a 1/64 grid (so that every way of comparing decides a tie
-    alike), excesses some spreads either side of z, positive reliabilities, exact ties between the end bins
-    (equal excesses, equal fractions), float32 or float64."""
+    alike), excesses some spreads either side of z (some far below the shuffles), positive reliabilities, exact
+    ties between the end bins (equal excesses, equal fractions), float32 or float64."""
     B = draw(st.integers(1, 6))
     z = draw(st.sampled_from((0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0)))
     spread = torch.tensor(draw(st.lists(st.integers(1, 8), min_size=B, max_size=B)), dtype=torch.float64) / 64
-    offsets = draw(st.lists(st.integers(-3, 8), min_size=B, max_size=B))
-    if draw(st.booleans()):  # both ends beyond chance, so that the later questions are asked
+    offsets = draw(st.lists(st.integers(-16, 8), min_size=B, max_size=B))  # down to z + 8 spreads below the shuffles
+    if draw(st.integers(0, 3)):  # mostly both ends beyond chance, so that the later questions are asked
         offsets[0], offsets[-1] = draw(st.integers(1, 8)), draw(st.integers(1, 8))
     excess = spread * (z + torch.tensor(offsets, dtype=torch.float64) / 2)
     if draw(st.booleans()) and bool(excess[-1] > excess[0]):  # the excess falls with rarity
