@@ -1,7 +1,7 @@
 """The last check of set 10: a reading of the frequency report, defended before it is made.
 
 A fall of the alignment with rarity says something about the model only once two simpler causes are ruled out:
-chance (a bin whose excess is within a few spreads of its shuffles says nothing) and the statistic itself (a
+chance (a bin whose excess is not more than a few spreads above its shuffles says nothing) and the statistic itself (a
 signature counted from fewer pairs agrees less with itself; when its split-half reliability falls by at least
 the fraction the excess falls, a noisier signature explains the decline without the model). The learner's
 verdict is compared with the reference on reports built over the whole specification (every verdict, exact
@@ -19,6 +19,8 @@ import torch
 from torch import Tensor
 
 from ctxlab.checks.core import Case, Diagnosis, run_check, stub_first
+from ctxlab.checks.lesson10_build import frequency_report_reference, noisy_copy, shakespeare_tokens
+from ctxlab.signatures import bigram_signature
 
 VERDICTS = ("chance", "flat", "signature", "model")
 
@@ -111,9 +113,6 @@ def reading_embeddings(tokens: Tensor, V: int) -> dict[str, Tensor]:
     """Four embeddings of a stream for the reading, one per verdict on the shipped text: the set's noisy copy of
     the signature, the signature of the stream's first half and of its last three quarters mapped into 16
     dimensions, and a random table unrelated to the text."""
-    from ctxlab.checks.lesson10_build import noisy_copy
-    from ctxlab.signatures import bigram_signature
-
     g = torch.Generator().manual_seed(0)
     mapped = [bigram_signature(part, V).matrix.double() @ torch.randn(2 * V, 16, generator=g, dtype=torch.float64)
               for part in (tokens[: len(tokens) // 2], tokens[len(tokens) // 4 :])]
@@ -125,8 +124,6 @@ def reading_embeddings(tokens: Tensor, V: int) -> dict[str, Tensor]:
 @cache
 def _text_reports() -> tuple[tuple[str, tuple], ...]:
     """(label, (report, 3.0)) for the four embeddings of the lesson's 20,000 characters the exercise reads."""
-    from ctxlab.checks.lesson10_build import frequency_report_reference, shakespeare_tokens
-
     text, V = shakespeare_tokens(20_000)
     return tuple((f"the report of the {name} embedding (20,000 characters, bins of 20, 20 shuffles), z 3",
                   (frequency_report_reference(text, V, E, 20, 20, 0), 3.0)) for name, E in reading_embeddings(text, V).items())
