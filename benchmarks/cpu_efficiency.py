@@ -18,7 +18,8 @@ What it prints, each as a table:
    gamma >= 1 and, apart, for gamma = 0.5, whose runs at lr 1 sit at the edge of stability: the
    reference with a 1e-6 init jitter (``CTXLAB_INIT_JITTER``) shows how far a last-bit change alone
    moves them;
-3. **gpt**: the GPT's quick-profile step, counted the same way;
+3. **gpt**: the GPT's quick-profile step, counted the same way, and with its forward pass through
+   ``torch.compile`` (its compile time and the loss curve's largest change beside it);
 4. **ensemble**: the 9 staircase models in one batched ensemble against the same 9 one after another;
 5. **threads under load**: `ctxlab staircase --steps N --gammas 1.0 --seeds 3` as a fresh process with
    2 threads, 1 thread and 2 threads with OMP_WAIT_POLICY=PASSIVE, on an idle machine and with one core
@@ -147,20 +148,41 @@ def change_table(steps: int, peak: dict) -> dict:
     return table
 
 
-def gpt_achieved(threads: int, steps: int) -> dict:
-    """The GPT's quick-profile step on random character-sized tokens (the data do not change the FLOPs)."""
+def gpt_achieved(threads: int, steps: int, compiled: bool = False) -> dict:
+    """The GPT's quick-profile step on random character-sized tokens (the data do not change the FLOPs).
+    ``compiled``: its forward pass through ``torch.compile`` (inductor); a first call compiles it (its seconds
+    are reported apart), and the loss curve's largest change from the plain one is reported. Both are timed
+    after a first call."""
     from ctxlab.lm import TinyGPT, train_lm
 
     cfg = LM_PROFILES["quick"]
     vocab = 65  # the shipped text's character vocabulary is about this size
     tokens = torch.randint(0, vocab, (200_000,), generator=torch.Generator().manual_seed(0))
-    model = TinyGPT(vocab, cfg["context"], d=cfg["d"], n_layers=cfg["n_layers"], n_heads=cfg["n_heads"])
+
+    def trained(model, n, record_every=None):
+        return train_lm(model, tokens, n, eval_tokens=tokens[:20_000], batch_size=cfg["batch_size"], lr=cfg["lr"],
+                        record_every=record_every or n, progress=False).loss
+
+    def fresh(compiled=False):
+        torch.manual_seed(0)
+        model = TinyGPT(vocab, cfg["context"], d=cfg["d"], n_layers=cfg["n_layers"], n_heads=cfg["n_heads"])
+        if compiled:
+            model.logits = torch.compile(model.logits)
+        return model
+
+    model = fresh(compiled)
     batch = tokens[: cfg["batch_size"] * (cfg["context"] + 1)].reshape(cfg["batch_size"], -1)
     flops = step_flops(lambda: torch.nn.functional.cross_entropy(
-        model(batch[:, :-1]).reshape(-1, vocab), batch[:, 1:].reshape(-1)))
-    seconds = _seconds(lambda: train_lm(model, tokens, steps, eval_tokens=tokens[:20_000], batch_size=cfg["batch_size"],
-                                        lr=cfg["lr"], record_every=steps, progress=False))
-    return {"flops_per_step": flops, "seconds_per_step": seconds / steps, "flops_per_second": flops * steps / seconds}
+        model.logits(batch[:, :-1]).reshape(-1, vocab), batch[:, 1:].reshape(-1))) if not compiled else None
+    row = {}
+    if compiled:
+        row["compile_seconds"] = _seconds(lambda: trained(fresh(True), 2))
+        curve = trained(model, steps, record_every=1)  # the model used for the timing below, from the same draw
+        row["max_dloss"] = float((curve - trained(fresh(), steps, record_every=1)).abs().max())
+    else:
+        trained(model, 2)  # the first call's one-off costs (allocations, first kernels) are not a step's
+    seconds = _seconds(lambda: trained(model, steps))
+    return {**row, "flops_per_step": flops, "seconds_per_step": seconds / steps}
 
 
 def ensemble_speedup(threads: int, steps: int) -> dict:
@@ -232,11 +254,17 @@ def main() -> int:
     print(f"staircase training, {args.steps} steps, 9 models, each row a fresh process:")
     report["changes"] = change_table(args.steps, report["peak"])
     report["gpt"] = {}
+    report["gpt_compiled"] = {}
     for t in (1, 2):
         use_threads(t)
-        row = report["gpt"][t] = gpt_achieved(t, max(20, args.steps // 40))
-        print(f"gpt, {t} thread(s): {row['flops_per_step'] / 1e6:8.1f} MFLOP/step, {row['seconds_per_step'] * 1e3:6.1f} ms/step, "
-              f"{row['flops_per_second'] / 1e9:6.2f} GFLOP/s = {100 * row['flops_per_second'] / report['peak'][t]:4.1f} % of peak")
+        for key, compiled in (("gpt", False), ("gpt_compiled", True)):
+            row = report[key][t] = gpt_achieved(t, max(20, args.steps // 40), compiled)
+            row["flops_per_step"] = row["flops_per_step"] or report["gpt"][t]["flops_per_step"]  # the same model's work
+            row["flops_per_second"] = row["flops_per_step"] / row["seconds_per_step"]
+            note = f" (compiling {row['compile_seconds']:.0f} s, max|dloss| {row['max_dloss']:.1e})" if compiled else ""
+            print(f"{key.replace('_', ', '):<13} {t} thread(s): {row['flops_per_step'] / 1e6:6.1f} MFLOP/step, "
+                  f"{row['seconds_per_step'] * 1e3:5.1f} ms/step, {row['flops_per_second'] / 1e9:6.2f} GFLOP/s = "
+                  f"{100 * row['flops_per_second'] / report['peak'][t]:4.1f} % of peak{note}")
     report["ensemble"] = {}
     for t in (1, 2):
         use_threads(t)

@@ -71,6 +71,11 @@ class TinyGPT(Ensemble):
             raise ValueError(f"tokens must be [N, T] with 1 <= T <= {self.seq_len}, got {tuple(x.shape)}")
         if int(x.min()) < 0 or int(x.max()) >= self.vocab_size:
             raise ValueError(f"token ids must lie in [0, {self.vocab_size})")
+        return self.logits(x)
+
+    def logits(self, x: Tensor) -> Tensor:
+        """The forward pass on tokens ``forward`` has checked: [K, N, T, V]. Apart from the checks, whose
+        host syncs would split a compiled graph (``benchmarks/cpu_efficiency.py`` compiles this)."""
         K, (N, T), H = self.n_models, x.shape, self.n_heads
         h = one_hot_embed(x, self.embedding) + self.position[:, None, :T]  # [K, N, T, d]
         mask = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
