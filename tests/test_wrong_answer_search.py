@@ -56,7 +56,7 @@ from ctxlab.checks.lesson11 import finishing_order
 from ctxlab.checks.lesson13 import classes_of, knn_overlap, same_partition, shared_count
 from ctxlab.checks.lesson13_build import first_step_at_or_below
 from ctxlab.checks.lesson14_build import SIZE_RTOL, rms_entry, scale_codes_reference
-from ctxlab.checks.lesson16_build import bin_gain_reference, close_problem
+from ctxlab.checks.lesson16_build import bin_gain_reference, close_problem, token_update_sizes_reference
 from ctxlab.composition import line_up
 from ctxlab.dataset import Dataset
 from ctxlab.fixed_codes import binary_codes, first_layer_rows
@@ -1236,6 +1236,36 @@ def verdict_first_bin_only_for_chance(report, z):
     return "signature" if float(rel[-1] / rel[0]) <= float(ex[-1] / ex[0]) else "model"
 
 
+def _piece_changes(before, after) -> list[Tensor]:
+    """The changes of a token's pieces, [K, V, width] each: its embedding row, then its row of every table."""
+    pieces = [(after.embedding - before.embedding).detach().double()]
+    return pieces + [(after.tables - before.tables)[:, j].detach().double() for j in range(after.n_tables)]
+
+
+def sizes_oracle(before, after):
+    """Each token's update size, one model and token at a time, in plain Python: the square root of every
+    squared change of its embedding row and of its row in each table."""
+    pieces = _piece_changes(before, after)
+    K, V = pieces[0].shape[:2]
+    return torch.tensor([[math.sqrt(sum(float(v) ** 2 for piece in pieces for v in piece[k, s])) for s in range(V)]
+                         for k in range(K)], dtype=torch.float64)
+
+
+def sizes_largest_piece(before, after):
+    """The length of the piece that moved most, not of all of them together."""
+    return torch.stack([piece.norm(dim=-1) for piece in _piece_changes(before, after)]).amax(0)
+
+
+def sizes_rms(before, after):
+    """The root-mean-square change per coordinate, not the length."""
+    return torch.cat(_piece_changes(before, after), -1).pow(2).mean(-1).sqrt()
+
+
+def sizes_first_table_only(before, after):
+    """The embedding row and the first table's row; the other tables left out."""
+    return torch.cat(_piece_changes(before, after)[:2], -1).norm(dim=-1)
+
+
 @dataclass(frozen=True)
 class Spec:
     check: Callable
@@ -1419,6 +1449,11 @@ SPECS = {
         checks.check_16_bin_gain, S.gain_inputs(), bin_gain_reference, lambda g, w: close_problem(g, w, "gains") is None,
         gain_oracle,
         {"with minus without": gain_as_difference, "tokens absent at the position in the first bin": gain_absent_tokens_in_the_first_bin}),
+    "check_16_token_update_sizes": Spec(
+        checks.check_16_token_update_sizes, S.update_pairs(), token_update_sizes_reference,
+        lambda g, w: close_problem(g, w, "update sizes") is None, sizes_oracle,
+        {"the largest piece's length": sizes_largest_piece, "RMS per coordinate, not the length": sizes_rms,
+         "the first table only": sizes_first_table_only}),
     "check_16_loglog_slope": Spec(
         checks.check_16_loglog_slope, S.loglog_inputs(), lambda f, s_: float(loglog_slope(f, s_)),
         lambda g, w: number_close(1e-4)(g, w) is None, loglog_oracle,

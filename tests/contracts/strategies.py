@@ -10,6 +10,7 @@ decide (a loss exactly on a midpoint, a curve that only touches a level) are dra
 
 from __future__ import annotations
 
+import copy
 import math
 
 import torch
@@ -722,6 +723,38 @@ def loglog_inputs(draw) -> tuple:
     size = draw(st.sampled_from((1e-4, 1.0, 300.0))) * freq ** power * torch.exp(noise * torch.randn(n, generator=g, dtype=torch.float64))
     dtype = draw(st.sampled_from((torch.float32, torch.float64)))
     return freq.to(dtype), size.to(dtype)
+
+
+_MOVES = st.sampled_from((0.0, 1e-3, 1.0, 10.0))  # how far one piece of a token's parameters moves
+
+
+@st.composite
+def update_pairs(draw) -> tuple:
+    """(before, after) for set 16's update size per token: a ReinjectedMLP ensemble of K = 1 to 3 models with
+    V = 1 to 8 tokens and 0 to 3 tables, and a copy with its embedding and each table moved by its own
+    scale (0, 1e-3, 1 or 10: a piece that did not move, or one far larger than the rest), the other weights
+    moved too; tokens 0 and 1 given equal rows before and after, or not; float32 or float64."""
+    from ctxlab.token_identity import ReinjectedMLP
+
+    K, V, n_tables = draw(st.integers(1, 3)), draw(st.integers(1, 8)), draw(st.integers(0, 3))
+    seeds = draw(st.lists(st.integers(0, 50), min_size=K, max_size=K))
+    before = ReinjectedMLP(V, draw(st.integers(1, 3)), draw(st.integers(2, 3)), d=draw(st.integers(1, 6)),
+                           hidden=draw(st.integers(2, 8)), n_tables=n_tables, gamma=draw(st.sampled_from((0.5, 1.0))),
+                           seed=seeds).to(draw(st.sampled_from((torch.float32, torch.float64))))
+    after = copy.deepcopy(before)
+    g = _generator(draw)
+    with torch.no_grad():
+        for name, p in after.named_parameters():
+            p.add_(0.1 * torch.randn(p.shape, generator=g, dtype=torch.float64).to(p.dtype))
+        after.embedding.copy_(before.embedding + draw(_MOVES) * (after.embedding - before.embedding))
+        for j in range(n_tables):
+            after.tables[:, j] = before.tables[:, j] + draw(_MOVES) * (after.tables[:, j] - before.tables[:, j])
+        if V > 1 and draw(st.booleans()):
+            for model in (before, after):
+                model.embedding[:, 1] = model.embedding[:, 0]
+                if n_tables:
+                    model.tables[:, :, 1] = model.tables[:, :, 0]
+    return before, after
 
 
 # --- token streams and embeddings (set 10) -------------------------------------------------------
