@@ -87,8 +87,9 @@ for s in prediction.stairs:
 # The γ dependence sits in m₀. A smaller init makes the anchors start smaller, so ln(m_half / m₀)
 # is larger at γ = 1.25, while the rate is set by the learned plateau and changes much less (within
 # a few percent for order 2, within about a quarter for order 3, printed). So in the forecast the
-# later rests lengthen with γ through ln(1/m₀), while the first grows like a power of the init
-# scale; the forecast's dwells are shorter than the measured ones (below).
+# later rests lengthen with γ through ln(1/m₀) (the first rest is integrated instead: lesson 05
+# shows it growing like 1/ε); on the middle levels the forecast's dwells are shorter than the
+# measured ones (below).
 #
 # **Think.** Before training: at which step does the prediction say each model comes halfway down
 # to H(Y | x1, x2, x3)? How many steps apart are the two γ?
@@ -161,8 +162,9 @@ print("forecast time / training time:", ", ".join(f"{s['setting']} {s['predict_s
 
 # %% [markdown]
 # The report also holds each rest's dwell at the three γ, and the slope of the seeds' mean dwell
-# against γ (least squares, in steps per unit of γ), predicted and measured, for every rest but the
-# last one, which lasts to the end of the run:
+# against γ (least squares, in steps per unit of γ), predicted and measured. It fits one on every
+# rest but the last (which lasts to the end of the run) where the runs dwell at least 100 steps on
+# average at every γ: 19 of the 25.
 
 # %%
 def mean_dwells(row: dict, key: str) -> str:
@@ -173,8 +175,10 @@ def mean_dwells(row: dict, key: str) -> str:
 
 
 slopes = [(s["setting"], row) for s in report for row in s["rungs"][:-1] if "dwell_slope" in row]
-print(f"{len(slopes)} rests: the predicted dwell slope within 25% of the measured one in "
-      f"{sum(abs(row['dwell_slope']['error']) <= 0.25 for _, row in slopes)}")
+within = [abs(row["dwell_slope"]["error"]) <= 0.25 for _, row in slopes]
+later = [ok for (_, row), ok in zip(slopes, within) if row["name"] != "H(Y)"]
+print(f"{len(slopes)} rests: the predicted dwell slope within 25% of the measured one in {sum(within)}; "
+      f"after the first stair (the rests below H(Y)) in {sum(later)} of {len(later)}")
 for name, row in slopes:
     d = row["dwell_slope"]
     if abs(d["error"]) > 0.25:
@@ -187,14 +191,16 @@ for name, row in slopes:
 # Three slopes miss 25 % (printed), each for a reason the dwells beside it show:
 #
 # * **Four orders, on H(Y | x1, x2, x3):** the forecast barely rests there (2 to 93 steps against
-#   233 to 420 measured). Its drops are wider than the trained ones, so on a short rest they eat most
-#   of the dwell; both dwells grow with γ, the forecast's at half the rate.
+#   233 to 420 measured); both dwells grow with γ, the forecast's at half the rate. Why its rest is
+#   so short is not drawn here; on the headline task (the figure above) the forecast's drops are
+#   wider than the trained ones, which shortens its rests.
 # * **Three values, on H(Y | x1):** the dwell hardly depends on γ in either (384 to 418 steps
 #   forecast, 388 to 442 measured, within 6 % of each other at every γ). A slope near zero makes a
 #   large relative error out of 35 steps per unit of γ.
 # * **Three values, on the sub-level:** both rests collapse at γ = 1.5 (to 178 and 215 steps), and
-#   that drop sets both slopes. At γ = 1 and 1.25 the forecast rests 38 % and 27 % longer than
-#   measured, which steepens its slope; it is the same late forecast of *which* as above.
+#   that drop sets both slopes. At γ = 1 the forecast rests 38 % longer than measured (1083
+#   against 785 steps), which steepens its slope (with three evenly spaced γ, the fitted slope is
+#   the difference of the two ends over 0.5); it is the same late forecast of *which* as above.
 
 # %% [markdown]
 # The same script's `--untuned` runs five tasks first run after the forecast was written (three
@@ -289,13 +295,15 @@ plt.show()
 # * A staircase can be forecast from the data and the init: the first stair by integrating the
 #   small-init network, every later stair as a growth rate 2 ln(1 + η s) and a distance
 #   ln(m_half / m₀).
-# * The γ dependence of the later stairs lives mostly in m₀: in the forecast their rests lengthen
-#   with γ through ln(1/m₀); its dwells come out shorter than measured, and their slopes in γ
-#   land within 25 % of the measured ones on 16 of 19 rests.
+# * The γ dependence of the later stairs lives mostly in m₀: on binary attributes the forecast's
+#   later rests lengthen with γ through ln(1/m₀) and come out shorter than measured. The slopes of
+#   the dwells in γ land within 25 % of the measured ones on 16 of the 19 rests with a slope (11 of
+#   14 after the first stair).
 # * On binary hierarchy tasks every onset lands within 15 % with three orders and 25.3 % with four;
 #   on three-valued tasks the *which* rungs and the rungs after them are the known miss (up to 81 %
 #   late, in three of nine runs): on the *whether* sub-level the drive of *which* strengthens as it
-#   grows, and the rate the forecast holds falls short.
-# * On five tasks first run after the forecast was written, the onsets hold as well on two values;
-#   on three to five values the rungs after the first sub-level of order 2 miss, early this time.
+#   grows, so a rate read once in the middle of the rest and held falls short (two γ = 1 runs).
+# * On five tasks first run after the forecast was written, no onset on two values is more than
+#   25 % off; on three to five values some γ = 1 runs miss, early this time, from the rung of order 2
+#   after its sub-level.
 # * `ctxlab predict --train` prints the same comparison for any hierarchy task from the command line.
