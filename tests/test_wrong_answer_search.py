@@ -37,6 +37,9 @@ from torch import Tensor
 from ctxlab import checks
 from ctxlab.align import cka, subspace_fraction
 from ctxlab.checks.core import as_float, as_ints, as_tensor, integer_equal, number_close, tensor_close
+from ctxlab.checks.lesson02 import N_SPREAD_SEEDS, shuffled_cka_reference
+from ctxlab.checks.lesson02 import _baseline_problem as baseline_problem
+from ctxlab.checks.lesson02 import _rotation_problem as rotation_problem
 from ctxlab.checks.lesson03 import dwell_reference, longest_wait_reference, rise_and_end_reference, stair_onsets_reference
 from ctxlab.checks.lesson04 import measured_ratio
 from ctxlab.checks.lesson05 import singular_values_reference, switch_on_order_reference
@@ -1236,6 +1239,59 @@ def verdict_first_bin_only_for_chance(report, z):
     return "signature" if float(rel[-1] / rel[0]) <= float(ex[-1] / ex[0]) else "model"
 
 
+def rotation_calls(fn):
+    """What check_02_random_rotation reads: E, then fn at a seed, at the same seed again and at the next one."""
+    return lambda E, seed: (E, fn(E, seed), fn(E, seed), fn(E, seed + 1))
+
+
+def rotation_passes(got, _want) -> bool:
+    E, *outs = got
+    return rotation_problem(outs, E) is None
+
+
+def rotation_by_the_triangular_factor(E, seed):
+    """E times the R factor of the Gaussian's QR, not its orthogonal Q."""
+    A = torch.randn(E.shape[1], E.shape[1], generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    return E.double() @ torch.linalg.qr(A)[1]
+
+
+def rotation_unit_columns(E, seed):
+    """A Gaussian matrix with its columns scaled to length 1, but not orthogonalised."""
+    A = torch.randn(E.shape[1], E.shape[1], generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    return E.double() @ (A / A.norm(dim=0))
+
+
+def baseline_calls(fn):
+    """What check_02_permutation_baseline reads: fn twice at one seed and, for n <= 2, at 16 more seeds."""
+    def calls(E, S, n, seed):
+        others = [fn(E, S, n, seed + 1 + k) for k in range(N_SPREAD_SEEDS)] if n <= 2 else []
+        return (E, S, n), (fn(E, S, n, seed), fn(E, S, n, seed), others)
+    return calls
+
+
+def baseline_passes(got, _want) -> bool:
+    """The check's comparison on this input: the mean of 2000 shuffles, within 5 spreads of a mean over n."""
+    (E, S, n), answer = got
+    E = torch.as_tensor(E, dtype=torch.float64)
+    perms = torch.stack([torch.randperm(E.shape[0], generator=torch.Generator().manual_seed(i)) for i in range(200)])
+    spread = float(cka(E[perms], S).std())
+    mean = shuffled_cka_reference(E, S, 2000, seed=99)
+    return baseline_problem(answer, (mean, max(5 * spread / n**0.5, 2e-3), spread / n**0.5)) is None
+
+
+def baseline_first_copy_unshuffled(E, S, n, seed):
+    """The first of the n copies left in its original order (a loop that shuffles after scoring)."""
+    g = torch.Generator().manual_seed(seed)
+    scores = [cka(E.double(), S)] + [cka(E.double()[torch.randperm(E.shape[0], generator=g)], S) for _ in range(n - 1)]
+    return float(torch.stack(scores).mean())
+
+
+def baseline_median(E, S, n, seed):
+    """The median over the shuffles, not the mean."""
+    g = torch.Generator().manual_seed(seed)
+    return float(torch.stack([cka(E.double()[torch.randperm(E.shape[0], generator=g)], S) for _ in range(n)]).median())
+
+
 def _piece_changes(before, after) -> list[Tensor]:
     """The changes of a token's pieces, [K, V, width] each: its embedding row, then its row of every table."""
     pieces = [(after.embedding - before.embedding).detach().double()]
@@ -1275,6 +1331,7 @@ class Spec:
     oracle: Callable | None = None
     held_out: dict[str, Callable] = field(default_factory=dict)
     search: settings = SEARCH
+    calls: Callable | None = None  # fn -> what the check reads of fn on one input (several calls, seeds), if not fn itself
 
 
 SPECS = {
@@ -1283,6 +1340,14 @@ SPECS = {
         lambda g, w: number_close(1e-6)(g, w) is None, cka_oracle,
         {"rows centred (over features), not columns": cka_centred_over_features,
          "one overall mean subtracted": cka_centred_by_one_mean}),
+    "check_02_random_rotation": Spec(
+        checks.check_02_random_rotation, S.rotation_inputs(), None, rotation_passes, None,
+        {"E times the QR's triangular factor": rotation_by_the_triangular_factor,
+         "unit-length Gaussian columns, not orthogonalised": rotation_unit_columns}, calls=rotation_calls),
+    "check_02_permutation_baseline": Spec(
+        checks.check_02_permutation_baseline, S.baseline_inputs(), None, baseline_passes, None,
+        {"the first copy left unshuffled": baseline_first_copy_unshuffled, "the median, not the mean": baseline_median},
+        calls=baseline_calls),
     "check_01_order1_signature": Spec(
         checks.check_01_order1_signature, S.datasets().map(lambda d: (d,)), contract_01.order1, _tensors(1e-5), order1_oracle,
         {"absent tokens filled with 1/C, not P(y)": order1_uniform_fill}),
@@ -1494,9 +1559,10 @@ def _fresh(args: tuple) -> tuple:
 
 def differs(spec: Spec, reference: Callable, wrong: Callable, args: tuple) -> bool:
     """The wrong answer gives, on these inputs, what the check's comparison would not pass (or it raises)."""
-    want = reference(*_fresh(args))
+    run = spec.calls or (lambda fn: fn)
+    want = run(reference)(*_fresh(args))
     try:
-        got = wrong(*_fresh(args))
+        got = run(wrong)(*_fresh(args))
     except Exception:
         return True
     return got is None or not spec.passes(got, want)

@@ -182,4 +182,11 @@ def _baseline_cases() -> list[Case]:
         for n in (300, 2) if not cases else (300,):
             expected = (mean, max(5 * spread / n**0.5, 2e-3), spread / n**0.5)
             cases.append(Case(f"{label}, n = {n}", (E, S, n, 1 + len(cases)), expected, hidden or n == 2))
+    # six tokens against one column: so few orders that the shuffled scores are lopsided and their median
+    # sits several tolerances of a 3000-shuffle mean away from it
+    E, S = _randn(20, 6, 3), _randn(120, 6, 1)
+    perms = torch.stack([torch.randperm(6, generator=torch.Generator().manual_seed(i)) for i in range(200)])
+    spread, n = float(cka(E[perms], S).std()), 3000
+    expected = (shuffled_cka_reference(E, S, 20000, seed=99), max(5 * spread / n**0.5, 2e-3), spread / n**0.5)
+    cases.append(Case("random E (6 x 3) vs a random column S (6 x 1), n = 3000", (E, S, n, 1 + len(cases)), expected, True))
     return cases

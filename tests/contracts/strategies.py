@@ -290,6 +290,28 @@ def cka_inputs(draw) -> tuple:
     return E, S
 
 
+@st.composite
+def rotation_inputs(draw) -> tuple:
+    """(E [V, d], seed) for set 02's random rotation: d = 2 to 8 axes to mix (the text asks that all of
+    them be mixed, so d >= 2), V = 1 to 12 tokens (fewer tokens than axes, or E of lower rank, included),
+    entries scaled by 1e-3 to 1e3 and shifted or not; float64, as the set's embeddings; any seed."""
+    V, d = draw(st.integers(1, 12)), draw(st.integers(2, 8))
+    g = _generator(draw)
+    E = torch.randn(V, d, generator=g, dtype=torch.float64)
+    if draw(st.booleans()):
+        E[:, -1] = E[:, 0]  # a rank below d even when V >= d
+    E = E * draw(st.sampled_from((1e-3, 1.0, 1e3))) + draw(st.sampled_from((0.0, 3.0)))
+    return E, draw(st.integers(0, 10**6))
+
+
+@st.composite
+def baseline_inputs(draw) -> tuple:
+    """(E, S, n, seed) for set 02's permutation baseline: an E, S pair as for CKA (V = 3 to 12), n = 1 to
+    300 shuffles, any seed."""
+    E, S = draw(cka_inputs())
+    return E, S, draw(st.sampled_from((1, 2, 7, 50, 300))), draw(st.integers(0, 10**6))
+
+
 def _unique_top_k(M: torch.Tensor, k: int) -> bool:
     """Each row's k cosine neighbours (itself excluded) are set apart from the next by a margin."""
     unit = M.double() / M.double().norm(dim=1, keepdim=True)
