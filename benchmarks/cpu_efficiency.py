@@ -149,10 +149,10 @@ def change_table(steps: int, peak: dict) -> dict:
 
 
 def gpt_achieved(threads: int, steps: int, compiled: bool = False) -> dict:
-    """The GPT's quick-profile step on random character-sized tokens (the data do not change the FLOPs).
-    ``compiled``: its forward pass through ``torch.compile`` (inductor); a first call compiles it (its seconds
-    are reported apart; the first compiled row starts from an empty cache, the second reuses it), and the loss curve's largest change from the plain one is reported. Both are timed
-    after a first call."""
+    """The GPT's quick-profile step on random character-sized tokens (the data do not change the FLOPs),
+    timed after a first call. ``compiled``: its forward pass through ``torch.compile`` (inductor); the first
+    call compiles it (its seconds reported apart: the first compiled row starts from an empty cache, the
+    second reuses it), and the loss curve's largest change from the plain one is reported."""
     from ctxlab.lm import TinyGPT, train_lm
 
     cfg = LM_PROFILES["quick"]
