@@ -156,9 +156,10 @@ print("forecast time / training time:", ", ".join(f"{s['setting']} {s['predict_s
 # there the last rung comes later than forecast in every run (printed). The first stair is within
 # 2 % everywhere: at that stage the small-init network is well described by its second-order
 # expansion, which the forecast integrates. The larger misses are on three attribute values, in
-# three of its nine runs (printed), from the *which* rung of order 2 (printed as "H(Y | x1, x2) at
-# rank 1" is *whether*, lesson 03's H(Y | x1, [A(x2)=0]); *which* is the rung after it) on: the second mode of an order, after *whether*. There the forecast is late, and the order-3
-# rungs, timed from *which*, stay late.
+# three of its nine runs (printed), from order 2's *which* rung on (printed "H(Y | x1, x2)"; the
+# rung before it, printed "H(Y | x1, x2) at rank 1", is *whether*, lesson 03's
+# H(Y | x1, [A(x2)=0])). *Which* is the second mode of an order, after *whether*. There the
+# forecast is late, and the order-3 rungs, timed from *which*, stay late.
 
 # %% [markdown]
 # The report also holds each rest's dwell at the three γ, and the slope of the seeds' mean dwell
@@ -225,18 +226,19 @@ for s in untuned:
         print(f"{s['setting']}: {note}")
 
 # %% [markdown]
-# Every miss there is again on more than two attribute values at γ = 1, from the rung of order 2
-# that comes after its sub-level on; but here the forecast is early (negative errors), where on the
+# Every miss there is again on more than two attribute values at γ = 1, from order 2's *which*
+# rung (the one after its sub-level) on; but here the forecast is early (negative errors), where on the
 # three-valued setting of the first report it was late. The five-valued run's last flow gave up
 # short of its level (printed), and its run, as long as the forecast asked, never got halfway down
-# the last stair. So past the first sub-level on more than two values, the forecast's timing is not
-# reliable in either direction.
+# the last stair. So on more than two values, from order 2's *which* rung on, the forecast's timing
+# is not reliable in either direction.
 
 # %% [markdown]
 # ## Why *which* comes sooner
 #
-# To see what the forecast misses, the next cell trains the three-valued setting of that report at
-# γ = 1 and its learning rate η = 0.5, seeds 0 and 2, two of the runs it missed, and follows *which*
+# To see what the forecast misses, the next cell trains the three-valued setting of the first
+# report (three orders, block 9) at γ = 1 and its learning rate η = 0.5, seeds 0 and 2, two of the
+# three runs it missed, and follows *which*
 # along the run: its size aᵀ E W₁ b along the top mode of the drive M of lesson 06 (a its pattern over
 # the tokens at x2, b its hidden direction; the mode is taken in the middle of each run's rest on the
 # sub-level), and at each recorded step the rate 2 ln(1 + η s) that the drive's top singular value s
@@ -299,11 +301,13 @@ plt.show()
 #   later rests lengthen with γ through ln(1/m₀) and come out shorter than measured. The slopes of
 #   the dwells in γ land within 25 % of the measured ones on 16 of the 19 rests with a slope (11 of
 #   14 after the first stair).
-# * On binary hierarchy tasks every onset lands within 15 % with three orders and 25.3 % with four;
-#   on three-valued tasks the *which* rungs and the rungs after them are the known miss (up to 81 %
-#   late, in three of nine runs): on the *whether* sub-level the drive of *which* strengthens as it
-#   grows, so a rate read once in the middle of the rest and held falls short (two γ = 1 runs).
+# * In the benchmark's seven settings, every onset on binary attributes lands within 15 % with three
+#   orders and 25.3 % with four; on the three-valued setting the rungs from order 2's *which* on are
+#   the known miss (up to 81 % late, in three of nine runs). On the *whether* sub-level the drive of
+#   *which* grows during the rest (to three to four times its value in the middle), so a rate read
+#   once and held falls short; the forecast also holds a rate, read from a restricted network, and
+#   is late there (two γ = 1 runs).
 # * On five tasks first run after the forecast was written, no onset on two values is more than
-#   25 % off; on three to five values some γ = 1 runs miss, early this time, from the rung of order 2
-#   after its sub-level.
+#   25 % off; on three to five values some γ = 1 runs miss, early this time, from order 2's *which*
+#   rung on.
 # * `ctxlab predict --train` prints the same comparison for any hierarchy task from the command line.
