@@ -152,14 +152,15 @@ for i, (read, step) in enumerate(zip(reads, collapse[small].tolist())):
           f"rests on it over {read.rungs[1].span}")
 
 # %% [markdown]
-# So the first anchors' collapse is not complete on a plateau. Their *within* cosine starts to
-# rise while the loss still rests on H1 (figure above, from about step 350), but passes 0.8 only at
+# So the first anchors do not finish collapsing on a plateau. Their *within* cosine starts to
+# rise while the loss still rests on H1 (the cosine figure earlier in this section, from about step
+# 300–350), but passes 0.8 only at
 # steps 500–540, after that rest has ended (at step 450–470) and while the loss falls onto
 # the dotted sub-level H(Y | x1, [A(x2)=0]) = 0.906, which it reaches at steps 560–580: at the
 # collapse step the loss is 0.930–0.936, on its way down. The loss then rests on the sub-level
 # (to step 920–980) and is halfway down the second stair 460–470 steps after the collapse. The
-# anchors take their order-2 shape during the first, smaller drop of the second stair, the one that
-# lesson 03 reads as "of x2 only *whether* its attribute is 0 is known".
+# anchors finish taking their order-2 shape during the first, smaller drop of the second stair,
+# the one that lesson 03 reads as "of x2 only *whether* its attribute is 0 is known".
 #
 # Under small init the tokens of a class **collapse**: within-class cosine close to 1, while
 # different classes point apart. Under standard init, *within* stays far lower for every seed.
@@ -200,7 +201,7 @@ plt.show()
 # standard init too). What standard init lacks is not the signal but the *collapse*: the random
 # start E₀, as large as what training added (row norms printed above), stays in the embedding and
 # keeps same-class tokens apart. Small init is what makes the
-# signature structure the *whole* embedding rather than a part of it.
+# signature structure nearly the *whole* embedding rather than a part of it.
 #
 # Note what this test can and cannot show. Tokens of one signature class are interchangeable in
 # the data, so training pushes them alike from any start, and exactly alike from equal starting
@@ -313,16 +314,18 @@ print("E − E₀ at matched loss: the gap between the inits smaller than E's at
 # Matched on loss, the gap on E does not close. At every level of the table it is larger (0.16 to
 # 0.29) than at the end of the matched-step comparison (0.54 against 0.43, a gap of 0.11): the
 # standard-init models get to each
-# loss in far fewer steps (the table), with more of their random start still in E. In the figure
+# loss in far fewer steps (the table), which points to more of their random start still being in E
+# (the GPT's E₀ is not printed here). In the figure
 # every γ = 1 curve lies above every γ = 0.5 curve at every loss both reach.
 #
 # The displacement behaves differently. Down to a loss of 2.8 the two inits' E − E₀ agree within
 # 0.04 (the table), and the curves in the right panel cross one another. From 2.7 down a gap opens
 # (0.06, then 0.09), up to nine tenths of the one at step 400 (0.55 against 0.45), and in the
-# figure one standard-init seed falling away is part of it, most of it at the lowest losses. So matching the loss does not remove the late drift of the standard-init
+# right panel one standard-init (γ = 0.5) seed falls away from the others at the lowest losses and
+# carries most of that gap. So matching the loss does not remove the late drift of the standard-init
 # displacement; what it shows is that the drift is smaller than the gap on E at every level, and
-# absent over most of the loss range. What survives the matching is the gap on E, and most of it
-# is the random start that standard init keeps.
+# absent over most of the loss range. What survives the matching is the gap on E, and, since the
+# displacements differ far less, it points to the random start that standard init keeps.
 #
 # Finally, the neighbours themselves for a few characters (seed 0, end of training, among the 30
 # most frequent), next to their signature neighbours:
@@ -375,8 +378,8 @@ for ch in ("e", "a", "t", ",", " "):
 # * On Shakespeare, embedding neighbours of frequent characters agree with bigram-signature
 #   neighbours far above chance. The small-init embedding agrees more, after the same number of
 #   steps and also at the same held-out loss. At the same loss the displacements E − E₀ of the two
-#   inits differ far less than E does, so most of the gap on E is the random start that standard
-#   init keeps.
+#   inits differ far less than E does, which points to the random start that standard init keeps
+#   as most of the gap on E.
 # * Across lessons 11–13 the evidence supports "signature structure helps task learning and
 #   organises the embedding"; it is weaker for "small init makes a *better* end table" and for
 #   composition, where even small init generalises only partly at this scale.
