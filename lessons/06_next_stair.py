@@ -250,14 +250,13 @@ print("its error grows at least as fast as the square of the anchors' share (slo
 # ## Whether before which: the two modes of M
 #
 # Over Z₃ the pair residual R(s, t) = 0.3 (e_{A(s)+A(t)} − u) (the +0.2 and −0.1 of the heat maps
-# above: 0.3 · 2/3 and −0.3 · 1/3) has two independent directions over
-# the anchors' attributes. *Whether*: A(t) = 0 against A(t) ≠ 0. *Which*: A(t) = 1 against 2. In
-# ΔS² alone they are equally strong: ΔS² only depends on A(s) + A(t), and shifting every attribute
-# and label by one leaves the task unchanged. M breaks that tie. For A(t) = 0 the residual points
-# along e_{A(s)}, the label the key already predicts, so W₂ reads it out along the key's own
-# grown direction h_s, and h_s ⊙ W₂R adds up over the keys. For A(t) ≠ 0 the residual points
-# at a label the key predicts against. The singular values of M over the anchor-1 tokens say by
-# how much.
+# above: 0.3 · 2/3 and −0.3 · 1/3) has two independent directions over the anchors' attributes.
+# *Whether*: A(t) = 0 against A(t) ≠ 0. *Which*: A(t) = 1 against 2. In ΔS² alone they are equally
+# strong: ΔS² only depends on A(s) + A(t), and shifting every attribute and label by one leaves the
+# task unchanged. M breaks that tie. For A(t) = 0 the residual points along e_{A(s)}, the label the
+# key already predicts, so W₂ reads it out along the key's own grown direction h_s, and h_s ⊙ W₂R
+# adds up over the keys. For A(t) ≠ 0 the residual points at a label the key predicts against. The
+# singular values of M over the anchor-1 tokens say by how much.
 
 # %%
 M = stair_drive(model, data, 1)[:, anchors1]  # [3, 9, hidden]: the drive on each anchor-1 token
