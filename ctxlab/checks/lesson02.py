@@ -171,22 +171,24 @@ def check_02_permutation_baseline(fn: Callable[[Tensor, Tensor, int, int], float
     run_check("check_02_permutation_baseline", calls, _baseline_cases(), _baseline_problem)
 
 
+def baseline_expected(E: Tensor, S: Tensor, n: int, mean_shuffles: int = 2000) -> tuple[float, float, float]:
+    """What the check expects of a mean over ``n`` shuffles: (the mean of ``mean_shuffles`` shuffles, the
+    tolerance of 5 spreads of an n-shuffle mean, that spread), the spread read from 200 shuffles."""
+    perms = torch.stack([torch.randperm(E.shape[0], generator=torch.Generator().manual_seed(i)) for i in range(200)])
+    spread = float(cka(E[perms], S).std()) / n**0.5
+    return shuffled_cka_reference(E, S, mean_shuffles, seed=99), max(5 * spread, 2e-3), spread
+
+
 @cache
 def _baseline_cases() -> list[Case]:
     """Expected (mean, tolerance, scatter over seeds) per pair, with n = 300 shuffles and once with n = 2."""
     cases = []
     for label, E, S, hidden in _pairs()[:5]:
-        perms = torch.stack([torch.randperm(E.shape[0], generator=torch.Generator().manual_seed(i)) for i in range(200)])
-        spread = float(cka(E[perms], S).std())
-        mean = shuffled_cka_reference(E, S, 2000, seed=99)  # its error is a tenth of the tolerance
-        for n in (300, 2) if not cases else (300,):
-            expected = (mean, max(5 * spread / n**0.5, 2e-3), spread / n**0.5)
-            cases.append(Case(f"{label}, n = {n}", (E, S, n, 1 + len(cases)), expected, hidden or n == 2))
+        for n in (300, 2) if not cases else (300,):  # the mean's error is a tenth of the tolerance
+            cases.append(Case(f"{label}, n = {n}", (E, S, n, 1 + len(cases)), baseline_expected(E, S, n), hidden or n == 2))
     # six tokens against one column: so few orders that the shuffled scores are lopsided and their median
     # sits several tolerances of a 3000-shuffle mean away from it
     E, S = _randn(20, 6, 3), _randn(120, 6, 1)
-    perms = torch.stack([torch.randperm(6, generator=torch.Generator().manual_seed(i)) for i in range(200)])
-    spread, n = float(cka(E[perms], S).std()), 3000
-    expected = (shuffled_cka_reference(E, S, 20000, seed=99), max(5 * spread / n**0.5, 2e-3), spread / n**0.5)
-    cases.append(Case("random E (6 x 3) vs a random column S (6 x 1), n = 3000", (E, S, n, 1 + len(cases)), expected, True))
+    cases.append(Case("random E (6 x 3) vs a random column S (6 x 1), n = 3000", (E, S, 3000, 1 + len(cases)),
+                      baseline_expected(E, S, 3000, mean_shuffles=20000), True))
     return cases
