@@ -311,3 +311,6 @@ plt.show()
 #   25 % off; on three to five values some γ = 1 runs miss, early this time, from order 2's *which*
 #   rung on.
 # * `ctxlab predict --train` prints the same comparison for any hierarchy task from the command line.
+#
+# **Next.** Open `exercises/17_predict.ipynb`: integrate the first stair from the init yourself,
+# forecast its onset, then train the same models and measure it.

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 import torch
 from contracts import (contract_01, contract_02, contract_03, contract_04, contract_05, contract_06, contract_07, contract_08, contract_09,
-                       contract_10, contract_11, contract_12, contract_13, contract_14, contract_15, contract_16)
+                       contract_10, contract_11, contract_12, contract_13, contract_14, contract_15, contract_16, contract_17)
 from contracts import strategies as S
 from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
@@ -36,7 +36,7 @@ from torch import Tensor
 
 from ctxlab import checks
 from ctxlab.align import cka, subspace_fraction
-from ctxlab.checks.core import as_float, as_ints, as_tensor, integer_equal, number_close, tensor_close
+from ctxlab.checks.core import as_float, as_ints, as_tensor, hard_labels, integer_equal, number_close, tensor_close
 from ctxlab.checks.lesson02 import N_SPREAD_SEEDS, baseline_expected
 from ctxlab.checks.lesson02 import _baseline_problem as baseline_problem
 from ctxlab.checks.lesson02 import _rotation_problem as rotation_problem
@@ -58,6 +58,7 @@ from ctxlab.checks.lesson11 import _same_table as same_table
 from ctxlab.checks.lesson11 import finishing_order
 from ctxlab.checks.lesson13 import classes_of, knn_overlap, same_partition, shared_count
 from ctxlab.checks.lesson13_build import first_step_at_or_below
+from ctxlab.checks.lesson17 import linear_path, path_problem, untouched
 from ctxlab.checks.lesson14_build import SIZE_RTOL, rms_entry, scale_codes_reference
 from ctxlab.checks.lesson16_build import bin_gain_reference, close_problem, token_update_sizes_reference
 from ctxlab.composition import line_up
@@ -67,7 +68,7 @@ from ctxlab.learning_times import order_losses, r_squared, token_orders
 from ctxlab.rungs import measure_rungs, stair_onsets
 from ctxlab.signatures import conditional_entropy, joint, label_signature
 from ctxlab.theory import bag_of_context
-from ctxlab.theory import fit_growth_rate
+from ctxlab.theory import fit_growth_rate, model_weights, prefix_data
 from ctxlab.transplant import signature_embedding
 from ctxlab.token_identity import bin_losses, loglog_slope, rung_steps
 
@@ -1318,6 +1319,36 @@ def sizes_first_table_only(before, after):
     return torch.cat(_piece_changes(before, after)[:2], -1).norm(dim=-1)
 
 
+def path_oracle(model, data, lr, steps):
+    """The first stair's path with its gradients written out by hand, row by row of the whole population, no
+    autograd: with g = w (softmax(z) - P(y | x)) per row and z = e A B / 2, the three factors' gradients are
+    A B gᵀ / 2 into the key's row of E, eᵀ g Bᵀ / 2 and (e A)ᵀ g / 2."""
+    E, W1, W2 = (t.clone() for t in model_weights(model))
+    A, y, w, keys = W1[:, 0].clone(), data.targets().double(), data.weights.double(), data.x[:, 0]
+    losses = []
+    for _ in range(steps + 1):
+        e = E[:, keys]  # [K, N, d]
+        z = 0.5 * e @ A @ W2
+        losses.append(-(torch.log_softmax(z, -1) * y).sum(-1) @ w)
+        g = w[:, None] * (torch.softmax(z, -1) - y)  # [K, N, C]
+        gE = torch.zeros_like(E).index_add_(1, keys, 0.5 * g @ (A @ W2).transpose(1, 2))
+        gA, gB = 0.5 * e.transpose(1, 2) @ g @ W2.transpose(1, 2), 0.5 * (e @ A).transpose(1, 2) @ g
+        E, A, W2 = E - lr * gE, A - lr * gA, W2 - lr * gB
+    return torch.stack(losses, 1)
+
+
+def path_keys_weighted_equally(model, data, lr, steps):
+    """Rows merged by key, then every key weighted alike (its mass dropped)."""
+    keys = prefix_data(data, 1)
+    return linear_path(model, Dataset(keys.x, keys.y, keys.vocab_size, keys.n_labels,
+                                      torch.full((keys.n,), 1.0 / keys.n)), lr, steps)
+
+
+def path_argmax_labels(model, data, lr, steps):
+    """Cross-entropy against each row's most likely label, not its label distribution."""
+    return linear_path(model, hard_labels(data), lr, steps)
+
+
 @dataclass(frozen=True)
 class Spec:
     check: Callable
@@ -1522,13 +1553,17 @@ SPECS = {
          "each sorted on its own": loglog_sorted_apart}),
     "check_16_rung_step": Spec(checks.check_16_rung_step, S.rung_inputs(), lambda s, c, lv: float(rung_steps(s, c, lv)),
                                _same_step, rung_oracle, {"crossing index times the first step gap": rung_even_grid}),
+    "check_17_first_stair_path": Spec(
+        checks.check_17_first_stair_path, S.first_stair_inputs(), linear_path, lambda g, w: path_problem(g, w) is None,
+        path_oracle, {"keys merged and weighted alike": path_keys_weighted_equally,
+                      "the argmax label, not the distribution": path_argmax_labels}, calls=untouched),
     "check_16_bin_loss": Spec(checks.check_16_bin_loss, S.bin_inputs(), lambda lg, d, ids: bin_losses(lg, d, [ids])[:, 0],
                               _tensors(1e-4), bin_oracle, {"ids matched at any position": bin_ids_at_any_position}),
 }
 
 CONTRACTS = {row.check.__name__: row for module in (contract_01, contract_02, contract_03, contract_04, contract_05, contract_06, contract_07,
                                                     contract_08, contract_09, contract_10, contract_11, contract_12, contract_13,
-                                                    contract_14, contract_15, contract_16)
+                                                    contract_14, contract_15, contract_16, contract_17)
              for row in module.CONTRACT}
 
 # (check, wrong answer) -> why the check accepts it and the case that would catch it (each verified to

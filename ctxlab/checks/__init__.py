@@ -56,6 +56,7 @@ _EXPORTS = {
     "lesson16_build": ("check_16_bin_gain", "check_16_table_gain", "check_16_token_update_sizes"),
     "lesson14": ("check_14_code_table", "check_14_first_layer_rows", "check_14_r2_in_span"),
     "lesson14_build": ("check_14_scale_codes", "check_14_scaled_codes_run"),
+    "lesson17": ("check_17_first_stair_onsets", "check_17_first_stair_path"),
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 __all__ = sorted(_WHERE)

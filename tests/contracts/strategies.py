@@ -957,3 +957,32 @@ def reading_inputs(draw) -> tuple:
     dtype = draw(st.sampled_from((torch.float32, torch.float64)))
     report = {"cka": baseline + excess, "baseline": baseline, "spread": spread, "excess": excess, "reliability": reliability}
     return {k: v.to(dtype) for k, v in report.items()}, z
+
+
+# --- the first stair's small-init path (set 17) ----------------------------------------------------------
+
+
+@st.composite
+def first_stair_inputs(draw) -> tuple:
+    """(model, data, lr, steps) for set 17's path: a hierarchy task of 2 to 4 orders over 2 or 3 attribute
+    values with blocks of 2 to 4 tokens and a drawn mix, as its population, with drawn row weights, or as
+    12 to 80 sampled rows (integer labels); an Emb-MLP ensemble of 1 to 3 models (γ 0.75 to 1.5, d 2 to 8,
+    hidden 2 to 16); lr 0.25 to 2 and 0 to 40 steps."""
+    from ctxlab.checks.core import reweighted
+    from ctxlab.models import make_model
+    from ctxlab.tasks import hierarchy_task
+
+    n_values = draw(st.sampled_from((2, 3)))
+    block = n_values * draw(st.integers(1, 2)) if n_values == 2 else 3
+    orders = draw(st.integers(2, 4 if block <= 2 else 3))
+    raw = draw(st.lists(st.integers(1, 9), min_size=orders, max_size=orders))
+    task = hierarchy_task(block=block, n_values=n_values, mix=tuple(r / sum(raw) for r in raw))
+    rows = draw(st.sampled_from(("population", "reweighted", "sampled")))
+    seed = draw(st.integers(0, 50))
+    data = {"population": task.population, "reweighted": reweighted(task.population, seed),
+            "sampled": task.sample(draw(st.integers(12, 80)), seed=seed)}[rows]
+    K = draw(st.integers(1, 3))
+    model = make_model("mlp", data, gamma=draw(st.lists(st.sampled_from((0.75, 1.0, 1.25, 1.5)), min_size=K, max_size=K)),
+                       seed=draw(st.lists(st.integers(0, 50), min_size=K, max_size=K)), d=draw(st.integers(2, 8)),
+                       hidden=draw(st.integers(2, 16)))
+    return model, data, draw(st.sampled_from((0.25, 0.5, 1.0, 2.0))), draw(st.integers(0, 40))
