@@ -152,7 +152,8 @@ print("max |average over t of raw order 2 - raw order 1| on the keys:",
 # %% [markdown]
 # Now the incremental signatures of orders 0 to 3. Order 0 has one column block (P(y) − P(y) = 0
 # after centring, so we show P(y) itself); order 3 has 3·V²·C = 6561 columns. Most columns are zero
-# for every token (a key paired with another key never occurs), so the figure leaves those out and
+# for every token (pairs that never occur, such as a key with another key, and at order 2 the pair
+# terms of (x1, x3) and (x2, x3), which vanish on this task), so the figure leaves those out and
 # gives order 3 a row of its own, with equal columns put side by side (in their given order its
 # 729 columns alias into stripes at one pixel each).
 
@@ -265,8 +266,9 @@ plt.show()
 # about its context. On the left, the hierarchy task: every centred row is zero (printed above), a
 # zero row is similar to nothing, and the panel is blank. On the right, the coupled data: keys and
 # first anchors group by attribute through their context alone (the second anchors, still
-# independent of everything, are zero rows here too). Keys and anchors do not group with each
-# other (the blank cross block). So a token→context signature has structure even when the label
+# independent of everything, are zero rows here too). The blank cross block says nothing about keys
+# and anchors: a key's row fills only the columns of the context of position 1, a first anchor's
+# only those of position 2, so their cosine is 0 by construction. So a token→context signature has structure even when the label
 # is not involved; whether it shapes embeddings, this figure does not show. On the hierarchy task only the token→label kind matters, and that
 # is the kind the next lessons follow.
 

@@ -175,8 +175,8 @@ print("gamma >= 1: 1 - cosine < 1e-3 for every model and width:",
 # ## How long does E1 keep describing training?
 #
 # E1 is a statement about the *current* weights: it needs the softmax near uniform and the
-# hidden layer near linear. Both hold until the logits become O(1), i.e. until the loss starts to
-# leave ln C. We train a γ = 1 and a γ = 0.5 model with plain GD (lr 1) and record, at every
+# hidden layer near linear. Both hold until the logits become O(1); the run below shows when that
+# is. We train a γ = 1 and a γ = 0.5 model with plain GD (lr 1) and record, at every
 # step, (a) the cosine between E1 and the exact velocity, and (b) the cosine between the actual
 # displacement E(t) − E(0) and the sum of E1's predictions along the way.
 #
@@ -238,12 +238,11 @@ print("gamma = 0.5: velocity cosine > 0.95 at step 0, below 0.5 within 60 steps:
 # At γ = 1 the velocity cosine stays at 1 through the whole initial plateau and breaks down only
 # when the loss is about halfway down its first stair: by then the logits are O(1) and the other
 # terms switch on. The *accumulated* displacement stays aligned with E1's sum much longer, through
-# the H₁ plateau to the end of the run: most of the embeddings' motion so far was made while E1
-# held.
+# the H₁ plateau to the end of the run (cosine above 0.95, printed).
 #
-# The γ = 1 curve does not take its first stair in one drop: right at the halfway line it bends
-# into a short shoulder, from about 1.02 down to 0.98, before it falls on to H1. No level of the ladder lies
-# there. The dotted line just above the bend is the first stair's sub-level of lesson 03,
+# The γ = 1 curve does not take its first stair in one drop: right at the halfway line it bends,
+# and from about 1.02 it comes down more slowly on to H1. No level of the ladder lies there. The
+# dotted line at the bend is the first stair's sub-level of lesson 03,
 # H(Y | [A(x1) = 0]) = 1.020 (printed): the best loss when of the key only *whether* its attribute
 # is 0 is known. The curve bends near it but does not rest on it; which of the key's attribute
 # directions this seed learns first, E1 does not say (lesson 06 takes up *whether* before *which*).
@@ -339,7 +338,8 @@ print("their displacements E(400) - E(0) agree at both gammas (cosine > 0.85):",
 # * E1 matches the exact gradient to 1 − cosine < 10⁻³ at γ ≥ 1; the gap falls like ε⁴ (1 − cosine
 #   is quadratic in E1's O(ε²) relative error). At γ = 0.5 E1 is visibly off, more so in narrow models.
 # * During training E1 tracks the velocity until the loss is about halfway down the first stair,
-#   and the displacement it accumulates stays aligned through the first plateau.
+#   and the displacement it accumulates stays aligned (cosine above 0.95) through the H₁ plateau
+#   to the end of the run.
 # * Update size ∝ frequency × ‖signature − uniform‖ (log-log slope ≈ 1 on Zipf keys): rare and
 #   uninformative tokens learn slowly; tokens with equal signatures condense.
 #

@@ -226,14 +226,13 @@ for name, run in runs.items():
           f"{[round(v, 2) for v in (loss[:, late] < h2).double().mean(-1).tolist()]}; ends at {[round(v, 3) for v in loss[:, -1].tolist()]}")
 
 # %% [markdown]
-# Both regimes pass H₁ within 100 steps, but only Adam clearly passes H₂: below it from step 180–230
-# and in every record from step 500 on, it ends 0.26–0.27 under it. SGD only comes down to H₂: its
-# first record below, at step 570, is a noisy dip (the check above holds for SGD by such dips), about
-# a third of its records from step 500 on are below (0.29 and 0.35), and it ends just under it (2.612 and 2.599). Adam
-# beats the bigram model's loss before it is closest to its predictions (steps 330–350). No
-# contradiction: the KL measures how *different* the predictions are from the bigram model's, the
-# loss only how *good*; a model can beat the bigram model in places while differing elsewhere.
-# Neither regime reaches H₃ in 800 steps: these GPTs are still worse than the trigram model.
+# Both regimes pass H₁ within 100 steps, but only Adam clearly passes H₂: first below it at step
+# 180–230, at or just above it at some records up to step 300, below it in every record from step 500
+# on, and it ends 0.26–0.27 under it. SGD only comes down to H₂: its first record below, at step 570,
+# is a noisy dip, about a third of its records from step 500 on are below (0.29 and 0.35), and it ends
+# just under it (2.612 and 2.599). Adam beats the bigram model's loss before it is closest to its
+# predictions (steps 330–350): the KL measures how *different* they are, the loss how *good*. Neither
+# regime reaches H₃ in 800 steps.
 #
 # ## Alignment, read against its shuffled band
 #
@@ -291,10 +290,10 @@ for name, m in margins.items():
 # Adam's row is consistent with that order; SGD's row is not, since its trigram margin is the
 # larger one from step 100 on. So this small GPT does not show one order of alignment.
 #
-# The early jumps of the curves, in the first 20 steps (to about 0.3 in both rows), come while E −
-# E₀ is still tiny, the sum of ten or twenty batch updates. CKA ignores scale, so a few noisy
-# updates can score as high as a displacement grown for hundreds of steps. They settle by step 100;
-# we read them from there.
+# The early jumps in the first 20 steps (the trigram increment's to about 0.3 in both rows, the bigram
+# signature's to about 0.16 under SGD and 0.25 under Adam) come while E − E₀ is still tiny, the sum of
+# ten or twenty batch updates. CKA ignores scale, so a few noisy updates can score as high as a
+# displacement grown for hundreds of steps. They settle by step 100; we read them from there.
 #
 # ## What the GPT writes
 #
@@ -387,23 +386,24 @@ print("recorded CKA at the end higher for standard init than for small init, bot
 # model rises well above it again. The trigram curve does **not** turn that way: at γ = 1 its KL is
 # nearly flat from step 1100 to step 1700, within 0.06 of its lowest record (the check above), and
 # only then rises (to 0.86 and 0.81 at the end); the printed trigram "minimum", 150–250 steps after
-# the bigram one, is the lowest record of that plateau, not a turning point. Over the plateau the
-# GPT stays nearer the bigram model than the trigram model (the bigram KL is below the trigram KL at
-# every record to step 1600: the orange curves lie below the purple ones until about step 1700), and
-# a trigram KL of 0.67–0.68 at best is, by the quick profile's standard, nowhere near being the
-# trigram model. So the recording shows a unigram and a bigram phase, but no trigram phase. Standard
-# init (γ = 0.5) has its KL minima at 50 → 200 → 350 and 50 → 200 → 200 (seed 1: the bigram and
-# trigram minima fall on the same record), all within the first 400 steps; its unigram minimum is
-# its first record after step 0, so the recording cannot show how near the unigram model it came. Nor does the GPT go past the
-# trigram model in loss: every model's lowest held-out loss stays above H₃.
+# the bigram one, is the lowest record of that plateau, not a turning point. Over the plateau the GPT
+# stays nearer the bigram model than the trigram model (the bigram KL is below the trigram KL at every
+# record to step 1600: the γ = 1 orange curves lie below the purple ones of their line style until
+# about step 1700), and a trigram KL of 0.67–0.68 at best is, by the quick profile's standard, nowhere
+# near being the trigram model. So the recording shows a unigram and a bigram phase, but no trigram
+# phase. Standard init (γ = 0.5) has its KL minima at 50 → 200 → 350 and 50 → 200 → 200 (seed 1: the
+# bigram and trigram minima fall on the same record), all within the first 400 steps; its unigram
+# minimum is its first record after step 0, so the recording cannot show how near the unigram model it
+# came. Nor does the GPT go past the trigram model in loss: every model's lowest held-out loss stays
+# above H₃.
 #
-# The 3000 steps show each model over 20 times as many tokens as the text has characters (and BPE
-# tokens are fewer than characters): the standard-init models have their lowest held-out loss by
-# step 1000, on the way one of them rests on a level no n-gram model gives (dotted grey, "rest
-# (measured)", printed with its steps: within 0.01 of one value for a tenth of the run and level
-# overall, `ctxlab.rungs.shelves`), and then climb back by more than half a nat, as models that fit the training text at
-# the cost of held-out text would (no training loss is recorded); the small-init models have
-# theirs after step 2000, one of them at step 2950, near the end of the run.
+# The 3000 steps show each model over 20 times as many tokens as the text has characters: the
+# standard-init models have their lowest held-out loss by step 1000; just after it, one of them rests
+# on a level no n-gram model gives (the grey label "rest (measured)", its dotted segment under the
+# curves; printed with its steps: within 0.01 of one value for a tenth of the run and level overall,
+# `ctxlab.rungs.shelves`), and then they climb back by more than half a nat, as models that fit the
+# training text at the cost of held-out text would (no training loss is recorded); the small-init
+# models have theirs after step 2000, one of them at step 2950.
 #
 # The recorded CKA curves show **standard init ending with the higher CKA** than small init, for
 # both signatures, the opposite of what the synthetic lessons suggest. Without a shuffled band we
