@@ -61,7 +61,7 @@ print(f"H0 = {H0:.4f}, H1 = H(Y | x1) = {H1:.4f}: the first stair is halfway dow
 # autograd, not `ctxlab.theory`'s first-stair functions (that is what you are building). Leave the
 # model as it was: the forecast comes before the training it forecasts.
 #
-# **Tolerance: 1e-4** on every loss value. The check draws the lesson's task and others: three
+# **Tolerance: 1e-4** on every loss value. The check draws the lesson's task with blocks of 4 tokens, and others: three
 # attribute values, four orders, another mix with weighted rows, 400 sampled rows with integer
 # labels, one model or several, widths 8 to 24, learning rates 0.5 to 2, and a path of no steps.
 #
@@ -133,8 +133,9 @@ ctxlab.checks.check_17_first_stair_path(first_stair_path)
 #
 # Either is −1 for a model that never comes halfway down within `steps`. The model you are given
 # must come out unchanged. The check compares both tensors with the reference, to the step (or one
-# step off where the curve passes within 1e-4 of the midpoint), on the settings of exercise 1,
-# including runs too short for some models to come halfway down.
+# step off where the curve passes within 1e-4 of the midpoint), on the settings of exercise 1 and
+# others: weights that favour one label (so that H0 lies below the loss at init), a run of 1000 steps,
+# and runs too short for some models to come halfway down, or that end on the step where one does.
 #
 # <details><summary>Hint 1: the idea</summary>
 #
