@@ -242,7 +242,7 @@ print("switch-on steps within 10% of ln(0.5/a0)/rate for gamma >= 1.25 (the smal
 
 # %% [markdown]
 # At the largest init (γ = 0.75) the later modes switch on up to a quarter later than predicted,
-# while mode 1 is on time. There a₀ is not small, and once mode 1 is on the prediction is no longer
+# while mode 1 is one step late (11 against 10, printed). There a₀ is not small, and once mode 1 is on the prediction is no longer
 # the uniform guess the linear growth assumes; this lesson does not tell the two causes apart.
 
 # %% [markdown]
@@ -348,14 +348,16 @@ print("slope of ln(t) vs gamma within 10% of the mean ln(fan-in):", abs(log_slop
 # γ = 1.5 only the first does), but its plateau multiplies by ≈ e^{ln(fan-in)/4} ≈ 2.8 per quarter unit of γ (measured:
 # 2.7 to 3.3, with switch-on steps read every 5 steps) instead of adding a few steps. That is why
 # the plateau before the first stair of lesson 03 is so long and flat: deeper products make the
-# wait before each mode much longer and its switch-on sharper. Higher-order stairs need more than
+# wait before each mode much longer and its switch-on short beside that wait. Higher-order stairs need more than
 # this linear picture (lesson 06): at the end of stage 1 the linear drive vanishes and only
 # nonlinear paths, acting on pair signatures, are left.
 #
-# **Where the loss rests.** On the way down, the loss curves bend or rest on the dashed levels
-# H(Y | b₁) = 1.2555 and "h₁·h₂ product" = 1.2098, computed before the first run (printed there).
-# The LinearEmb at γ = 1.5 comes within 0.01 of them but slides through without flattening (a rest
-# also needs a slope of at most 10⁻⁴ nats per step, lesson 03's rule); the Emb-MLP at γ = 1 and 1.25
+# **Where the loss rests.** On the way down, the loss curves at γ ≥ 1 bend or rest on the dashed
+# levels H(Y | b₁) = 1.2555 and "h₁·h₂ product" = 1.2098, computed before the first run (printed
+# there); at γ = 0.75 the Emb-MLP shows only a shoulder near the second. The LinearEmb at γ = 1.5
+# passes H(Y | b₁) within a few steps and comes within 0.01 of the product level at the shoulder
+# near step 100, but its slope there stays above 10⁻⁴ nats per step, lesson 03's
+# rule for a rest, so its printed steps at rest are 0; the Emb-MLP at γ = 1 and 1.25
 # rests on both, and at γ = 1.5 it ends on the first (the steps on each level are printed above).
 # The first and the last are conditional entropies. Mode 1 alone reads b₁, and the best loss given b₁ is
 # H(Y | b₁) = H_b(0.75) + ln 2 ≈ 1.255 (h₁ agrees with b₁ with probability ¾, h₂ is a coin toss);

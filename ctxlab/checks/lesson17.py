@@ -239,12 +239,6 @@ class Onsets:
         return (self.levels[0] + self.levels[1]) / 2
 
 
-def onsets_reference(model: EmbMLP, data: Dataset, lr: float, steps: int) -> tuple[Tensor, Tensor]:
-    """(forecast, measured) onsets of the first stair [K] each: from the path, then from a trained copy."""
-    answer = _onsets(model, data, lr, steps)
-    return answer.predicted, answer.measured
-
-
 def _onsets(model: EmbMLP, data: Dataset, lr: float, steps: int) -> Onsets:
     levels = tuple(plateau_levels(data)[:3])
     path = linear_path(model, data, lr, steps)
