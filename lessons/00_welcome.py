@@ -61,9 +61,9 @@ plt.show()
 # the label given the first one, two and three tokens: the lowest losses that statistics of order 1,
 # 2 and 3 can reach. At small initialization (γ = 1) the loss rests on each dashed line in
 # turn. At standard initialization (γ = 0.5) it does not rest on H1 at all, and this run (seed 0)
-# climbs back in short spikes (six seeds below show how often that happens at this learning rate,
-# lr 1). Near H3 both approach it slowly, from a hundredth or so above, before they come within
-# 0.01 of it: the slow end of a descent, not a level of its own.
+# climbs back in short spikes (six seeds below show how often that happens at the default learning
+# rate). After the spikes it approaches H3 slowly, from about a hundredth above: the slow end of a
+# descent, not a level of its own. At γ = 1 the loss settles on H3 at the end of its last drop.
 #
 # **Middle row:** which part of the embedding has changed. Each order of statistics names some
 # directions in token space (lesson 01's signatures); the curves show the share of the change
@@ -132,8 +132,8 @@ print("at least one of six seeds climbs back by more than 0.02:", max(rises) > 0
 # * **Small initialization separates the stairs** (lessons 03 and 04; lesson 05 works out how long
 #   the rest on H0 lasts): tiny weights make the early gradient a simple function of the order-1
 #   signature. You can derive and check that. At standard initialization the rests on H0 and H1
-#   disappear: the γ = 0.5 run above leaves H0 at once and passes H1 without resting, but still
-#   rests on H2.
+#   disappear: the γ = 0.5 run above (and, by eye, all six seeds of the second figure) leaves H0
+#   at once and passes H1 without resting, but still rests on H2.
 # * **The embedding follows the signature of the rung it is on** (lessons 02, 03, 06): at small init
 #   each order's share of the embedding's change arrives on its own rung.
 

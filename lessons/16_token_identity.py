@@ -189,8 +189,8 @@ fig = plots.bin_loss_figure(run)
 # %% [markdown]
 # Every bin's loss starts at ln 2 = 0.693 (dotted black), the loss of a uniform guess, and rests
 # there until its first drop: for some 100 to 150 steps without a table, far shorter with one. The
-# dashed H₀ line is the task's, 0.681; each bin's own H₀ (dotted, in the bin's colour; printed
-# above) lies within 0.02 of it, the head bin's lowest (0.675) and the three rarer bins' almost
+# dashed H₀ line is the task's, 0.681; each bin's own H₀ (dotted, in the bin's colour, the rarer
+# bins' nearly under ln 2; printed above) lies within 0.02 of it, the head bin's lowest (0.675) and the three rarer bins' almost
 # on ln 2 (0.690–0.692), since their labels' marginal is nearly uniform. Each bin's loss then
 # comes down towards H₃, passing H₁ and H₂ on the way, and after 500 steps ends between about 0.48
 # and 0.51, still above H₃. At γ = 0.75 the treads are short (with tables the head bin slows between
@@ -232,8 +232,8 @@ fig = plots.rung_step_figure(run)
 # %% [markdown]
 # Read the three panels from left to right. At rung 1 the table brings every bin forward, the
 # head bin most. Without a table the tail bin needs 1.2–1.3 times the head's steps; with one or
-# two tables 2.2–2.9 times (from the steps printed above; the check below asks for < 1.5 and > 1.8). By rung 3 most of the head start is gone: every bin
-# gains less than it did at rung 1. Against no table, the head bin is 0.97–1.54 times as fast with
+# two tables 2.2–2.9 times (from the steps printed above; the check below asks for < 1.5 and > 1.8). By rung 3 most of the head start is gone, as a ratio:
+# every bin's speed-up is smaller than at rung 1. Against no table, the head bin is 0.97–1.54 times as fast with
 # one table and 0.88–1.22 with two, the tail bin 0.82–1.21 and 0.87–1.19 (printed above): faster in
 # two seeds, slower in seed 0 in both bins. So on this rung the gain is small and not consistent.
 #
@@ -242,10 +242,12 @@ fig = plots.rung_step_figure(run)
 # 165–185 to 80–90, so the head saves only slightly more steps, seed by seed. As a ratio the
 # difference is large: the head's time shrinks about fourfold, the tail's about twofold. We use
 # the ratio because the question is whether rare tokens catch up, and learning times in the E1
-# picture scale as 1/π(s): on a log-step axis the ratio would be the distance between the bins.
+# picture scale as 1/π(s): on a log-step axis (Figure 3's is linear) such a ratio would be a fixed
+# vertical distance.
 #
 # Two tables are no faster than one at rungs 1 and 2, in every seed and in both printed bins,
-# although their rows move about 1.3 times further; this lesson does not explain that.
+# although their table rows move 1.3 to 1.4 times as far, relative to the embedding row, as with
+# one table (section 1); this lesson does not explain that.
 
 # %%
 # NBVAL_CHECK_OUTPUT
