@@ -399,7 +399,7 @@ print("recorded CKA at the end higher for standard init than for small init, bot
 #
 # The 3000 steps show each model over 20 times as many tokens as the text has characters: the
 # standard-init models have their lowest held-out loss by step 1000; just after it, one of them rests
-# on a level no n-gram model gives (the grey label "rest (measured)", its dotted segment under the
+# on a level no n-gram model gives (the grey label "rest (measured)", its dotted segment drawn over the
 # curves; printed with its steps: within 0.01 of one value for a tenth of the run and level overall,
 # `ctxlab.rungs.shelves`), and then they climb back by more than half a nat, as models that fit the
 # training text at the cost of held-out text would (no training loss is recorded); the small-init

@@ -108,7 +108,7 @@ fig = plots.composition_figure(run, n_keys=held_out.n, majority=majority)
 # line of the accuracy of always answering the most common label, 14 of the 300 sequences, as a model
 # that knows only the label counts would. It needs 600–700 steps to fit the pairs. Meanwhile every γ = 1 seed composes no key of the held-out pair
 # for a hundred steps or more (printed with its steps; the middle panel's floor at 0), and the
-# γ = 0.5 seeds sit on 0.20, 4 keys in 20, from about step 250 to the end (end values printed). The held-out pair is where they differ. The cell below prints the comparison as booleans. The mean composed accuracy rises with
+# γ = 0.5 seeds sit on 0.20, 4 keys in 20 (the red dotted line), from about step 250 to the end (end values printed). The held-out pair is where they differ. The cell below prints the comparison as booleans. The mean composed accuracy rises with
 # γ, by more than 0.1 from one γ to the next. Seed by seed the gap between γ = 0.5 and γ = 1 is
 # a few keys (one key in 20 is 0.05), a margin that a seed's count could cross under another
 # arithmetic path, so the check compares the means, not single seeds.
@@ -118,9 +118,9 @@ fig = plots.composition_figure(run, n_keys=held_out.n, majority=majority)
 # still rising; the highest curve, about 0.55 near step 600 in this run, stands above every
 # seed's end value (0.3–0.5). They settle soon after the training pairs are fitted, by about
 # step 750, so the end values are settled ones, but a run stopped earlier could report other
-# numbers. Large init (γ = 0.3) ends at 0.05 in every seed: one key in 20 (the dotted line),
+# numbers. Large init (γ = 0.3) ends at 0.05 in every seed: one key in 20 (the black dotted line),
 # about what an untrained model scores (the curves start at 0 or 0.05). At the end no model copies
-# the reverse pair on more than 3 of the 20 keys (printed above; along the way one γ = 0.3 seed
+# the reverse pair on more than 3 of the 20 keys (printed above; the grey dotted line on the right; along the way one γ = 0.3 seed
 # briefly copies 4, right panel); most wrong answers are a label other than the composed or the
 # copied one. In this small model, "not composing" means "some other label" rather than "the
 # symmetric answer"; which other label, this lesson does not look at.

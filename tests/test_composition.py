@@ -132,10 +132,33 @@ def test_composition_figure_splits_composed_and_copied_and_draws_one_key():
     from ctxlab.plots import composition_figure
 
     T = 5
-    run = SimpleNamespace(gammas=[0.5, 0.5, 1.0], steps=torch.arange(T) * 20, train_acc=torch.rand(3, T),
-                          composed=torch.rand(3, T), symmetric=torch.rand(3, T))
+    g = torch.Generator().manual_seed(0)
+    composed = torch.rand(4, T, generator=g)
+    composed[:2, -1] = 4 / 20  # both γ = 0.5 seeds end on 4 keys: their level is drawn
+    composed[2:, -1] = torch.tensor([6 / 20, 8 / 20])  # the γ = 1 seeds end apart: no shared level
+    symmetric = torch.rand(4, T, generator=g)
+    symmetric[:, -1] = torch.tensor([1, 3, 0, 2]) / 20
+    run = SimpleNamespace(gammas=[0.5, 0.5, 1.0, 1.0], steps=torch.arange(T) * 20, train_acc=torch.rand(4, T, generator=g),
+                          composed=composed, symmetric=symmetric)
     fig = composition_figure(run, n_keys=20)
     train_ax, composed_ax, copied_ax = fig.axes
-    assert len(train_ax.lines) == 3 and len(composed_ax.lines) == 3 + 1 and len(copied_ax.lines) == 3 + 1
-    assert composed_ax.lines[-1].get_ydata()[0] == pytest.approx(0.05)  # one key in 20
+    assert len(train_ax.lines) == 4 and len(composed_ax.lines) == 4 + 2 and len(copied_ax.lines) == 4 + 2
+    assert [line.get_ydata()[0] for line in composed_ax.lines[4:]] == pytest.approx([0.05, 0.20])  # one key; γ = 0.5's end
+    assert [line.get_ydata()[0] for line in copied_ax.lines[4:]] == pytest.approx([0.05, 0.15])  # one key; the most
+    assert "γ = 0.5 ends on 4 keys (0.20)" in [t.get_text() for t in composed_ax.texts]
     assert (copied_ax.lines[0].get_ydata() == run.symmetric[0].numpy()).all()
+
+
+def test_a_lone_seed_or_the_lucky_key_draws_no_shared_end():
+    from types import SimpleNamespace
+
+    from ctxlab.plots import composition_figure
+
+    T = 4
+    composed = torch.zeros(3, T)
+    composed[:2, -1] = 1 / 20  # both γ = 0.5 seeds on the one lucky key, already drawn
+    composed[2, -1] = 5 / 20  # a single γ = 1 seed agrees with nobody
+    run = SimpleNamespace(gammas=[0.5, 0.5, 1.0], steps=torch.arange(T) * 20, train_acc=torch.zeros(3, T),
+                          composed=composed, symmetric=torch.zeros(3, T))
+    composed_ax = composition_figure(run, n_keys=20).axes[1]
+    assert len(composed_ax.lines) == 3 + 1

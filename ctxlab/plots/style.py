@@ -69,12 +69,13 @@ def label_measured_rests(ax, steps, losses, named, log: bool = False, color: str
                          span: bool = True) -> list[tuple[float, int, int]]:
     """Draw :func:`measured_rests` dotted in ``color`` (grey, or the resting curves' own) over the steps of the rest
     (``span``; else across the axes, for a panel whose x axis is not steps), each named "rest (measured)"
-    at the right edge, so that every level a figure's curves rest on is drawn and named. A name is lifted
-    clear of a named level's within ``NEAR`` nats (whose own label sits at its level)."""
+    at the right edge, so that every level a figure's curves rest on is drawn and named. A segment is drawn
+    on top of the curves, which rest exactly where it lies and would hide it; a line across the axes stays
+    behind them. A name is lifted clear of a named level's within ``NEAR`` nats (whose own label sits at its level)."""
     rests = measured_rests(steps, losses, named, log)
     for level, first, last in rests:
         if span:
-            ax.hlines(level, first, last, color=color, ls=":", lw=2.0, zorder=0)
+            ax.hlines(level, first, last, color=color, ls=":", lw=2.0, zorder=3)
         else:
             ax.axhline(level, color=color, ls=":", lw=1.0, zorder=0)
         nearest = min(named, key=lambda h: abs(h - level), default=None)
